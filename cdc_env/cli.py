@@ -1,0 +1,217 @@
+"""The ``cdc-env`` command line. Every command has ``--json``; bad input gives one line on stderr
+and exit status 2, never a traceback.
+
+Exit status: 0 success (a grade that passed), 1 a grade that did not pass or a check that failed,
+2 bad input or usage, 3 tool_error (the grader could not decide).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import CdcError
+
+# Modules that add their own subcommands: each defines add_commands(subparsers).
+COMMAND_MODULES: list[str] = []
+
+EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        print(f"cdc-env: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def progress_printer(enabled: bool):
+    if not enabled:
+        return None
+    last: dict[str, int] = {}
+
+    def show(stage: str, done: int, total: int) -> None:
+        if last.get(stage) == done:
+            return
+        last[stage] = done
+        end = "\n" if done == total else ""
+        print(f"\r  {stage}: {done}/{total} seeds", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def read_submission(path: str) -> bytes:
+    p = Path(path)
+    if path == "-":
+        return sys.stdin.buffer.read()
+    if not p.exists():
+        raise CdcError(f"no such file: {path}")
+    if not p.is_file():
+        raise CdcError(f"not a regular file: {path}")
+    size = p.stat().st_size
+    if size > 16 << 20:
+        raise CdcError(f"{path} is {size} bytes; a submission is at most 256 KiB")
+    return p.read_bytes()
+
+
+def parse_hidden(value: str) -> int | str:
+    if value == "all":
+        return "all"
+    try:
+        n = int(value)
+    except ValueError:
+        raise CdcError(f"--hidden takes a number or 'all', not '{value}'") from None
+    if n < 0:
+        raise CdcError("--hidden must be 0 or more")
+    return n
+
+
+def cmd_tasks(args) -> int:
+    from .task import list_tasks
+
+    tasks = list_tasks()
+    if args.json:
+        print(json.dumps([{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable}
+                          for t in tasks], indent=2))
+    else:
+        for t in tasks:
+            print(f"{t.id:24} {t.family:12} {t.title}")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from .seeds import hidden_seeds
+    from .task import load_task
+
+    t = load_task(args.task)
+    info = {"id": t.id, "family": t.family, "title": t.title, "editable": t.editable, "top": t.top,
+            "domains": {d.name: {"clock": d.clock, "reset": d.reset} for d in t.domains},
+            "ratio": [t.seeds.ratio_min, t.seeds.ratio_max], "fast": t.seeds.fast,
+            "visible_seeds": list(t.seeds.visible), "hidden_seeds": len(hidden_seeds(t)),
+            "bug_report": t.bug_report_text}
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"{t.id} ({t.family}): {t.title}\neditable file: {t.editable}   top: {t.top}")
+        print(f"clock ratio {t.seeds.ratio_min}:1 to {t.seeds.ratio_max}:1, fast side: {t.seeds.fast}")
+        print(f"seeds: {len(t.seeds.visible)} visible, {info['hidden_seeds']} hidden\n")
+        print(t.bug_report_text)
+    return EXIT_OK
+
+
+def verdict_exit(report: dict) -> int:
+    if report["verdict"] == "pass":
+        return EXIT_OK
+    return EXIT_TOOL if report["verdict"] == "tool_error" else EXIT_NOT_PASS
+
+
+def print_report(report: dict) -> None:
+    print(f"task {report['task']}  simulator {report['simulator']['name']} {report['simulator']['version']}"
+          f"  settle {'on' if report['settle'] else 'off'}")
+    for s in report["stages"]:
+        detail = s["detail"].splitlines()[0][:100] if s["detail"] else ""
+        print(f"  {s['name']:10} {s['status']:14} {detail}")
+    for f in report["findings"]:
+        loc = f"{f.get('file') or ''}:{f.get('line') or ''}"
+        print(f"  [{f['rule']}] {loc} {f['message']}")
+    for stage, summary in report["seeds"].items():
+        for fail in summary["failed"][:10]:
+            print(f"  {stage} seed {fail['seed']} ({fail['status']}, ratio {fail.get('ratio')}): {fail['reason']}")
+        if len(summary["failed"]) > 10:
+            print(f"  ... {len(summary['failed']) - 10} more failing {stage} seeds")
+    tail = f" -- {report['reason']}" if report["reason"] else ""
+    print(f"verdict: {report['verdict']}  reward {report['reward']}  ({report['cpu_s']} CPU-s){tail}")
+
+
+def cmd_grade(args) -> int:
+    from .grade import grade
+    from .task import load_task
+
+    task = load_task(args.task)
+    data = read_submission(args.file)
+    report = grade(task, data, sim=args.sim, hidden=parse_hidden(args.hidden), settle=not args.no_settle,
+                   progress=progress_printer(not args.json and sys.stderr.isatty() or args.progress))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return verdict_exit(report)
+
+
+def cmd_gate_tasks(args) -> int:
+    from .task import list_tasks, load_task
+    from .taskgate import gate_task
+
+    tasks = [load_task(t) for t in args.tasks] if args.tasks else list_tasks()
+    rows = []
+    show = progress_printer(not args.json)
+    if not args.json:
+        print("| task | clean fail /200 | reference fail /200 | defect visible fail /8 "
+              "| defect hidden fail, settle on | settle off | band | ok |")
+        print("|---|---|---|---|---|---|---|---|")
+    for t in tasks:
+        row = gate_task(t, sim=args.sim, progress=show)
+        rows.append(row)
+        if not args.json:
+            print(f"| {row['task']} | {row['clean_fail']} | {row['reference_fail']} | "
+                  f"{row['defect_visible_fail']} | {row['defect_hidden_fail_settle']} | "
+                  f"{row['defect_hidden_fail_nosettle']} | {row['band'][0]}-{row['band'][1]} | "
+                  f"{'yes' if row['ok'] else 'NO: ' + '; '.join(row['problems'])} |", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return EXIT_OK if all(r["ok"] for r in rows) else EXIT_NOT_PASS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="cdc-env", description="Repair clock-domain-crossing bugs; grade the repairs.")
+    p.add_argument("--version", action="version", version=f"cdc-env {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("tasks", help="list the public tasks")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_tasks)
+
+    s = sub.add_parser("show", help="show a task and its bug report")
+    s.add_argument("task")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("grade", help="grade a submission (full editable file or unified diff)")
+    s.add_argument("task")
+    s.add_argument("file", help="the submission; - reads standard input")
+    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--hidden", default="all", help="number of hidden seeds, or 'all' (default)")
+    s.add_argument("--no-settle", action="store_true", help="demo: turn late settling off")
+    s.add_argument("--json", action="store_true", help="print the report as JSON")
+    s.add_argument("--progress", action="store_true", help="show progress even when not on a terminal")
+    s.set_defaults(func=cmd_grade)
+
+    s = sub.add_parser("gate-tasks", help="check task variants against the gate of SPEC section 2")
+    s.add_argument("tasks", nargs="*")
+    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_gate_tasks)
+
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).add_commands(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CdcError as exc:
+        print(f"cdc-env: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("cdc-env: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

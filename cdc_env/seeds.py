@@ -1,0 +1,143 @@
+"""Seeds: one integer fixes a run.
+
+From ``(task id, seed)`` Python derives, with the integer PRNG below, the clock periods and
+phases, the stimulus key and parameters, and the settling key; they reach the simulator as
+plusargs. The choices made during simulation (which bits settle late, the stimulus pattern) come
+from PRNGs written in Verilog keyed by those values, so every simulator makes the same choices.
+
+PRNG: SplitMix64 (Steele, Lea, Flood 2014), seeded with 64-bit FNV-1a of the key parts joined
+by '|'. Every derived value is an integer; no floating point reaches the simulator.
+
+Timing rules (no coincident clock edges, so event order never depends on the simulator):
+all times are integer picoseconds; half periods are multiples of 4; every clk_a edge falls at a
+time = 1 (mod 4) and every clk_b edge at 3 (mod 4); resets release and the run stops at even
+times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .task import Task
+
+MASK64 = (1 << 64) - 1
+FAST_HALF_MIN = 2000  # ps: the fast clock runs at 167-250 MHz
+FAST_HALF_STEPS = 250  # half period = FAST_HALF_MIN + 4 * k, k < FAST_HALF_STEPS
+
+
+def fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & MASK64
+    return h
+
+
+class Prng:
+    """SplitMix64. ``Prng("handshake", 17)`` is a stream keyed by its parts."""
+
+    def __init__(self, *parts: object) -> None:
+        self.state = fnv1a64("|".join(str(p) for p in parts).encode())
+
+    def next(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def below(self, n: int) -> int:
+        """Uniform integer in [0, n) (n < 2**32; modulo bias < 2**-32)."""
+        return self.next() % n
+
+    def unit(self) -> float:
+        """Uniform in [0, 1), from 53 bits."""
+        return (self.next() >> 11) / float(1 << 53)
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    seed: int
+    fast: str  # "a" or "b"
+    ratio: float  # slow period / fast period, as realised in integer ps
+    half_a: int
+    half_b: int
+    ofs_a: int
+    ofs_b: int
+    t_end: int
+    stim_key: int
+    settle_key: int
+    stimulus: dict[str, int]
+
+    def plusargs(self, *, settle: bool, nonce: int) -> list[str]:
+        args = [
+            f"+cdc_nonce={nonce:016x}",
+            f"+half_a={self.half_a}",
+            f"+half_b={self.half_b}",
+            f"+ofs_a={self.ofs_a}",
+            f"+ofs_b={self.ofs_b}",
+            f"+t_end={self.t_end}",
+            f"+stim_key={self.stim_key}",
+            f"+cdc_settle={1 if settle else 0}",
+            f"+cdc_settle_key={self.settle_key}",
+        ]
+        args += [f"+{k}={v}" for k, v in sorted(self.stimulus.items())]
+        return args
+
+
+def _ratio(cfg, rng: Prng) -> float:
+    lo, hi = cfg.ratio_min, cfg.ratio_max
+    if cfg.low_band > 0 and lo < 2.0 < hi and rng.unit() < cfg.low_band:
+        return lo + (2.0 - lo) * rng.unit()
+    if cfg.low_band > 0 and lo < 2.0 < hi:
+        lo = 2.0
+    return math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * rng.unit())
+
+
+def plan_seed(task: Task, seed: int) -> SeedPlan:
+    """Everything a run needs, from the task and one integer."""
+    cfg = task.seeds
+    rng = Prng("cdc-seed-v1", task.id, seed)
+    ratio = _ratio(cfg, rng)
+    fast = cfg.fast if cfg.fast != "either" else ("a" if rng.below(2) == 0 else "b")
+    h_fast = FAST_HALF_MIN + 4 * rng.below(FAST_HALF_STEPS)
+    h_slow = max(h_fast, 4 * round(h_fast * ratio / 4))
+    half_a, half_b = (h_fast, h_slow) if fast == "a" else (h_slow, h_fast)
+    ofs_a = 1 + 4 * rng.below(half_a // 2)  # = 1 (mod 4), within the first period
+    ofs_b = 3 + 4 * rng.below(half_b // 2)  # = 3 (mod 4)
+    run = max(ofs_a, ofs_b) + cfg.run_slow_cycles * 2 * h_slow
+    t_end = run + (-run % 4)  # = 0 (mod 4): no edge at the end
+    stim_key = rng.next() & 0xFFFFFFFF
+    settle_key = rng.next() & 0xFFFFFFFF
+    stimulus = {k: lo + rng.below(hi - lo + 1) for k, (lo, hi) in sorted(task.stimulus.items())}
+    return SeedPlan(
+        seed=seed,
+        fast=fast,
+        ratio=h_slow / h_fast,
+        half_a=half_a,
+        half_b=half_b,
+        ofs_a=ofs_a,
+        ofs_b=ofs_b,
+        t_end=t_end,
+        stim_key=stim_key,
+        settle_key=settle_key,
+        stimulus=stimulus,
+    )
+
+
+def visible_seeds(task: Task) -> list[int]:
+    return list(task.seeds.visible)
+
+
+def hidden_seeds(task: Task, count: int | None = None) -> list[int]:
+    """The task's fixed hidden seeds (disjoint from the visible ones); the first ``count``."""
+    n = task.seeds.hidden_count if count is None else min(count, task.seeds.hidden_count)
+    rng = Prng("cdc-hidden-v1", task.id)
+    seen = set(task.seeds.visible)
+    out: list[int] = []
+    while len(out) < task.seeds.hidden_count:
+        s = 1000 + rng.below(1 << 30)
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out[:n]

@@ -1,0 +1,152 @@
+"""Task model: one folder per task with a ``task.toml`` manifest.
+
+A task holds the design (the editable file and any read-only sources), the hidden testbench, the
+bug report the agent reads, a reference fix and the clean design, the clock domains, and the seed
+configuration (see seeds.py). Public tasks live under ``tasks/``; any other folder with a
+manifest (a held-out variant, say) is loaded by path and never listed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .errors import CdcError
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str  # "a" or "b": the testbench's clk_a/rst_an or clk_b/rst_bn
+    clock: str  # the top module's clock port
+    reset: str  # the top module's active-low reset port
+
+
+@dataclass(frozen=True)
+class SeedConfig:
+    fast: str  # "a", "b" or "either"
+    ratio_min: float
+    ratio_max: float
+    low_band: float  # share of seeds drawn from ratios [1, 2)
+    run_slow_cycles: int
+    hidden_count: int
+    visible: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    family: str
+    title: str
+    dir: Path
+    top: str
+    editable: str
+    testbench: str
+    tb_top: str
+    bug_report: str
+    reference: str
+    clean: str
+    domains: tuple[Domain, ...]
+    seeds: SeedConfig
+    stimulus: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()  # read-only design sources besides the editable file
+    cross_memories: tuple[str, ...] = ()  # memories allowed to be written/read across domains
+    heldout: bool = False
+
+    def path(self, rel: str) -> Path:
+        return self.dir / rel
+
+    def text(self, rel: str) -> str:
+        return self.path(rel).read_text(encoding="utf-8")
+
+    @property
+    def defective_text(self) -> str:
+        return self.text(self.editable)
+
+    @property
+    def reference_text(self) -> str:
+        return self.text(self.reference)
+
+    @property
+    def clean_text(self) -> str:
+        return self.text(self.clean)
+
+    @property
+    def bug_report_text(self) -> str:
+        return self.text(self.bug_report)
+
+
+def _req(table: dict, key: str, where: Path):
+    if key not in table:
+        raise CdcError(f"{where}: missing key '{key}'")
+    return table[key]
+
+
+def load_task(name_or_path: str | Path) -> Task:
+    """Load a task by public id (``handshake``) or by the path of its folder."""
+    p = Path(name_or_path)
+    if not (p / "task.toml").is_file():
+        p = paths.tasks_dir() / str(name_or_path)
+    manifest = p / "task.toml"
+    if not manifest.is_file() or str(name_or_path) in ("common", ""):
+        known = ", ".join(t for t in task_ids()) or "none"
+        raise CdcError(f"unknown task '{name_or_path}' (known tasks: {known})")
+    try:
+        m = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CdcError(f"{manifest}: cannot read manifest: {exc}") from None
+    s = _req(m, "seeds", manifest)
+    domains = tuple(
+        Domain(name=k, clock=_req(v, "clock", manifest), reset=_req(v, "reset", manifest))
+        for k, v in sorted(_req(m, "clocks", manifest).items())
+    )
+    if [d.name for d in domains] != ["a", "b"]:
+        raise CdcError(f"{manifest}: clocks must be exactly [clocks.a] and [clocks.b]")
+    seeds = SeedConfig(
+        fast=s.get("fast", "a"),
+        ratio_min=float(_req(s, "ratio_min", manifest)),
+        ratio_max=float(_req(s, "ratio_max", manifest)),
+        low_band=float(s.get("low_band", 0.0)),
+        run_slow_cycles=int(_req(s, "run_slow_cycles", manifest)),
+        hidden_count=int(s.get("hidden_count", 200)),
+        visible=tuple(int(x) for x in _req(s, "visible", manifest)),
+    )
+    if seeds.fast not in ("a", "b", "either") or not 1.0 <= seeds.ratio_min <= seeds.ratio_max:
+        raise CdcError(f"{manifest}: bad [seeds] (fast must be a|b|either, 1 <= ratio_min <= ratio_max)")
+    stim = {k: (int(v[0]), int(v[1])) for k, v in m.get("stimulus", {}).items()}
+    task = Task(
+        id=_req(m, "id", manifest),
+        family=m.get("family", m["id"]),
+        title=m.get("title", m["id"]),
+        dir=p.resolve(),
+        top=_req(m, "top", manifest),
+        editable=_req(m, "editable", manifest),
+        testbench=_req(m, "testbench", manifest),
+        tb_top=_req(m, "tb_top", manifest),
+        bug_report=m.get("bug_report", "BUG.md"),
+        reference=_req(m, "reference", manifest),
+        clean=_req(m, "clean", manifest),
+        domains=domains,
+        seeds=seeds,
+        stimulus=stim,
+        sources=tuple(m.get("sources", [])),
+        cross_memories=tuple(m.get("cross_memories", [])),
+        heldout=bool(m.get("heldout", False)),
+    )
+    for rel in (task.editable, task.testbench, task.bug_report, task.reference, task.clean, *task.sources):
+        if not task.path(rel).is_file():
+            raise CdcError(f"{manifest}: file '{rel}' named in the manifest is missing")
+    return task
+
+
+def task_ids() -> list[str]:
+    root = paths.tasks_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "task.toml").is_file())
+
+
+def list_tasks() -> list[Task]:
+    """Every public task (held-out variants are never listed)."""
+    return [load_task(t) for t in task_ids()]

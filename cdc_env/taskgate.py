@@ -1,0 +1,77 @@
+"""The variant gate of SPEC section 2, checked for every task before it ships.
+
+For each task: the clean design and the reference fix must pass every hidden seed with late
+settling on; the defective design must pass every hidden seed with settling off, be caught on a
+share of them with it on (the task's ``[gate] defect_hidden_fail`` band, default 98-138 of 200),
+and fail 3 to 5 of the 8 visible seeds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from pathlib import Path
+
+from .grade import Progress, run_seeds
+from .seeds import hidden_seeds, visible_seeds
+from .simulators import get_simulator
+from .task import Task
+
+DEFAULT_BAND = (98, 138)
+VISIBLE_BAND = (3, 5)
+
+
+def hidden_band(task: Task) -> tuple[int, int]:
+    m = tomllib.loads((task.dir / "task.toml").read_text())
+    lo, hi = m.get("gate", {}).get("defect_hidden_fail", DEFAULT_BAND)
+    return int(lo), int(hi)
+
+
+def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim: str = "icarus",
+                   progress: Progress | None = None, stage: str = "") -> tuple[int, str]:
+    """Build ``text`` as the editable file and run ``seeds``; return (failures, build status)."""
+    simulator = get_simulator(sim)
+    work = Path(tempfile.mkdtemp(prefix="cdc-taskgate-"))
+    try:
+        design = {task.editable: text, **{rel: task.text(rel) for rel in task.sources}}
+        b = simulator.build(task, design, work)
+        if b.status != "pass":
+            return len(seeds), b.status
+        res = run_seeds(simulator, b, task, seeds, settle=settle, progress=progress, stage=stage)
+        if any(r.status == "tool_error" for r in res):
+            return len(seeds), "tool_error"
+        return sum(r.status != "pass" for r in res), "pass"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def gate_task(task: Task, *, sim: str = "icarus", progress: Progress | None = None) -> dict:
+    hid, vis = hidden_seeds(task), visible_seeds(task)
+    lo, hi = hidden_band(task)
+    row: dict = {"task": task.id, "hidden": len(hid), "visible": len(vis), "band": [lo, hi]}
+    row["clean_fail"], s1 = count_failures(task, task.clean_text, hid, settle=True, sim=sim,
+                                           progress=progress, stage=f"{task.id} clean")
+    row["reference_fail"], s2 = count_failures(task, task.reference_text, hid, settle=True, sim=sim,
+                                               progress=progress, stage=f"{task.id} reference")
+    row["defect_visible_fail"], s3 = count_failures(task, task.defective_text, vis, settle=True, sim=sim)
+    row["defect_hidden_fail_settle"], s4 = count_failures(
+        task, task.defective_text, hid, settle=True, sim=sim, progress=progress,
+        stage=f"{task.id} defect+settle")
+    row["defect_hidden_fail_nosettle"], s5 = count_failures(
+        task, task.defective_text, hid, settle=False, sim=sim, progress=progress,
+        stage=f"{task.id} defect-settle")
+    problems = [f"build/tool status {s}" for s in {s1, s2, s3, s4, s5} if s != "pass"]
+    if row["clean_fail"]:
+        problems.append("clean design fails hidden seeds")
+    if row["reference_fail"]:
+        problems.append("reference fix fails hidden seeds")
+    if not VISIBLE_BAND[0] <= row["defect_visible_fail"] <= VISIBLE_BAND[1]:
+        problems.append(f"defect fails {row['defect_visible_fail']}/8 visible seeds (need 3-5)")
+    if not lo <= row["defect_hidden_fail_settle"] <= hi:
+        problems.append(f"defect caught on {row['defect_hidden_fail_settle']} hidden seeds (need {lo}-{hi})")
+    if row["defect_hidden_fail_nosettle"]:
+        problems.append("defect fails without late settling")
+    row["ok"] = not problems
+    row["problems"] = problems
+    return row

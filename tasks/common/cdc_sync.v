@@ -1,0 +1,154 @@
+// cdc_sync.v -- the provided clock-domain-crossing synchronizer primitives.
+//
+// Shared, read-only, by every task. Three primitives:
+//   cdc_sync_bus   #(WIDTH)  two-flop synchronizer for a bus that changes at most one bit per
+//                            source update (a Gray-coded value); WIDTH=1 is a level synchronizer
+//   cdc_sync_bit             one-bit level synchronizer (cdc_sync_bus with WIDTH=1)
+//   cdc_sync_pulse           toggle-based pulse synchronizer (source toggle flop + cdc_sync_bit
+//                            + destination edge detect)
+//
+// Behaviour modelled (the late-settling model, SPEC section 4). This module is the one place
+// where late settling lives:
+//   * Each bit is sampled by a first flop on every destination edge and passed to a second flop;
+//     q_o is the second flop, so a stable input is seen after 2 destination edges.
+//   * A bit whose input differs from what the first flop holds, and which changed in the source's
+//     latest update (all changes of d_i within one simulation time step form one update), may
+//     "settle late": the first flop keeps its old value for one more destination edge. The choice
+//     is made per bit, per edge, by a PRNG keyed by the run's settle key and this instance's
+//     hierarchical name, so every simulator makes the same choices for the same seed.
+//   * A bit that settled late on one edge always resolves on the next: latency is 2 or 3
+//     destination cycles, never 1 or 4.
+//   * Hence a Gray-coded bus is seen at its current value or one step behind, while a binary
+//     count whose update flips several bits can be sampled as any mix of old and new bits.
+//
+// What this model does NOT do: no X values, no oscillation, no settling longer than one extra
+// cycle, no failure rates that depend on time. It does not check that its input is registered
+// in the source domain or Gray coded -- the static gate and the testbench do that.
+//
+// Run-time switches (plusargs read here only; task designs may not read plusargs):
+//   +cdc_settle=0|1        late settling off (demo: fixed 2-cycle latency) or on (default 1)
+//   +cdc_settle_key=<u32>  the seed's settling key
+//
+// No $random/$urandom: their streams differ between simulators.
+`timescale 1ps / 1ps
+
+module cdc_sync_bus #(
+  parameter integer WIDTH = 1
+) (
+  input  wire             clk_i,
+  input  wire             rst_ni,
+  input  wire [WIDTH-1:0] d_i,
+  output wire [WIDTH-1:0] q_o
+);
+  reg [WIDTH-1:0] s1_q, s2_q;       // first and second synchronizer flops
+  reg [WIDTH-1:0] deferred_q;       // bits that settled late on the previous edge
+  reg [WIDTH-1:0] last_d;           // d_i as of its latest change
+  reg [WIDTH-1:0] upd_mask;         // bits changed in the latest source update
+  reg [63:0]      upd_time;         // simulation time of the latest source update
+  reg [31:0]      inst_key;         // FNV-1a of this instance's hierarchical name
+  reg [31:0]      settle_key;
+  reg [31:0]      edge_n;           // destination edges since reset release
+  reg             settle_on;
+  reg [WIDTH-1:0] late;
+  reg [31:0]      edge_h, bit_h;
+  reg [8*256-1:0] name;
+  integer         i, c, skip;
+
+  function [31:0] mix32(input [31:0] x);
+    reg [31:0] y;
+    begin
+      y = x ^ (x >> 16);
+      y = y * 32'h7feb352d;
+      y = y ^ (y >> 15);
+      y = y * 32'h846ca68b;
+      mix32 = y ^ (y >> 16);
+    end
+  endfunction
+
+  initial begin
+    settle_on = 1'b1;
+    settle_key = 32'd0;
+    if ($value$plusargs("cdc_settle=%d", c)) settle_on = (c != 0);
+    if (!$value$plusargs("cdc_settle_key=%d", settle_key)) settle_key = 32'd0;
+    // Key the instance by its hierarchical name, without a leading "TOP." (Verilator adds one).
+    $sformat(name, "%m");
+    inst_key = 32'h811c9dc5;
+    skip = -1;  // -1: before the first character
+    for (i = 255; i >= 0; i = i - 1) begin
+      c = name[8*i +: 8];
+      if (c != 0) begin
+        if (skip < 0) skip = (i >= 3 && name[8*i+7 -: 32] == "TOP.") ? 4 : 0;
+        if (skip > 0) skip = skip - 1;
+        else inst_key = (inst_key ^ c) * 32'h01000193;
+      end
+    end
+    edge_n = 32'd0;
+    upd_time = 64'd0;
+    upd_mask = {WIDTH{1'b0}};
+    last_d = {WIDTH{1'b0}};
+  end
+
+  // Track which bits changed in the latest source update. Changes within one time step
+  // accumulate (a bus assembled from several registers updates in several delta cycles).
+  always @(d_i) begin
+    if ($time != upd_time) upd_mask = {WIDTH{1'b0}};
+    upd_mask = upd_mask | (d_i ^ last_d);
+    last_d = d_i;
+    upd_time = $time;
+  end
+
+  always @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      s1_q       <= {WIDTH{1'b0}};
+      s2_q       <= {WIDTH{1'b0}};
+      deferred_q <= {WIDTH{1'b0}};
+      edge_n     = 32'd0;
+    end else begin
+      edge_n = edge_n + 32'd1;
+      edge_h = mix32(mix32(settle_key ^ inst_key) ^ edge_n);
+      for (i = 0; i < WIDTH; i = i + 1) begin
+        bit_h = mix32(edge_h + i * 32'h9e3779b9);
+        late[i] = settle_on & ~deferred_q[i] & upd_mask[i] & (d_i[i] ^ s1_q[i]) & bit_h[0];
+      end
+      s1_q       <= (d_i & ~late) | (s1_q & late);
+      s2_q       <= s1_q;
+      deferred_q <= late;
+    end
+  end
+
+  assign q_o = s2_q;
+endmodule
+
+module cdc_sync_bit (
+  input  wire clk_i,
+  input  wire rst_ni,
+  input  wire d_i,
+  output wire q_o
+);
+  cdc_sync_bus #(.WIDTH(1)) u_sync (.clk_i(clk_i), .rst_ni(rst_ni), .d_i(d_i), .q_o(q_o));
+endmodule
+
+module cdc_sync_pulse (
+  input  wire src_clk_i,
+  input  wire src_rst_ni,
+  input  wire pulse_i,
+  input  wire dst_clk_i,
+  input  wire dst_rst_ni,
+  output wire pulse_o
+);
+  reg  toggle_q;
+  reg  prev_q;
+  wire sync_q;
+
+  always @(posedge src_clk_i or negedge src_rst_ni)
+    if (!src_rst_ni) toggle_q <= 1'b0;
+    else if (pulse_i) toggle_q <= ~toggle_q;
+
+  cdc_sync_bus #(.WIDTH(1)) u_sync (.clk_i(dst_clk_i), .rst_ni(dst_rst_ni), .d_i(toggle_q), .q_o(sync_q));
+
+  always @(posedge dst_clk_i or negedge dst_rst_ni)
+    if (!dst_rst_ni) prev_q <= 1'b0;
+    else prev_q <= sync_q;
+
+  assign pulse_o = sync_q ^ prev_q;
+endmodule

@@ -1,0 +1,98 @@
+// Testbench of the handshake task (hidden from the agent).
+// Stimulus: the requester's user raises start_i after a random idle gap and holds it until it
+// is taken (start_i && ready_o on a clk_a edge). Plusarg gap_max bounds the idle gap (cycles).
+// Invariant checked (the bug report's): every request taken is served exactly once and then
+// acknowledged exactly once, in that order, and no request waits longer than wd_slow clk_b
+// cycles (a hang). At least min_done requests must complete, or the design made no progress.
+`timescale 1ps / 1ps
+module hs_tb;
+`include "cdc_tb.vh"
+  reg        start = 1'b0;
+  wire       ready, done, served;
+  reg [31:0] rng_a;
+  reg [31:0] gap = 32'd0;
+  reg [31:0] gap_max, min_done, wd_slow;
+  reg [31:0] taken = 32'd0, served_n = 32'd0, done_n = 32'd0;
+  reg [63:0] t_taken = 64'd0;
+  reg [8*160-1:0] msg;
+
+  hs_top dut (
+    .clk_a_i(clk_a), .rst_a_ni(rst_an), .clk_b_i(clk_b), .rst_b_ni(rst_bn),
+    .start_i(start), .ready_o(ready), .done_o(done), .served_o(served)
+  );
+
+  initial begin
+    if (!$value$plusargs("gap_max=%d", gap_max)) gap_max = 32'd8;
+    if (!$value$plusargs("min_done=%d", min_done)) min_done = 32'd20;
+    if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
+    rng_a = stim_key;
+  end
+
+  // Requester side: drive start_i, count requests taken and acknowledged.
+  always @(posedge clk_a) if (rst_an && !run_over) begin
+    fold({60'd1, ready, done, start, 1'b1});
+    if (start && ready) begin
+      taken = taken + 32'd1;
+      t_taken = $time;
+      note_check;
+      if (taken != done_n + 32'd1) begin
+        $sformat(msg, "request %0d taken while %0d still unacknowledged", taken, taken - done_n - 1);
+        tb_fail(msg);
+      end
+    end
+    if (taken > done_n && ($time - t_taken) > wd_slow * 2 * half_b) begin
+      $sformat(msg, "hang: request %0d not acknowledged %0d ps after it was taken", taken, $time - t_taken);
+      tb_fail(msg);
+    end
+    // Next value of start_i.
+    if (start && ready) begin
+      start <= 1'b0;
+      rng_a = xs32(rng_a);
+      gap = rng_a % (gap_max + 32'd1);
+    end else if (!start) begin
+      if (gap == 32'd0) start <= 1'b1;
+      else gap = gap - 32'd1;
+    end
+  end
+
+  // Outputs are sampled 1 ps after their own clock edge (a time no clock edge can share), so
+  // the order of samples across domains is the real order of the register updates.
+  always @(posedge clk_a) if (rst_an && !run_over) begin
+    #1;
+    if (done) begin
+      done_n = done_n + 32'd1;
+      note_check;
+      if (done_n > served_n) begin
+        $sformat(msg, "request %0d acknowledged before it was served (served %0d)", done_n, served_n);
+        tb_fail(msg);
+      end
+    end
+  end
+
+  // Acknowledger side: every served pulse must belong to a taken request.
+  always @(posedge clk_b) if (rst_bn && !run_over) begin
+    #1;
+    fold({63'd2, served});
+    if (served) begin
+      served_n = served_n + 32'd1;
+      note_check;
+      if (served_n > taken) begin
+        $sformat(msg, "served %0d requests but only %0d were taken", served_n, taken);
+        tb_fail(msg);
+      end
+    end
+  end
+
+  task final_check;
+    begin
+      if (served_n < done_n || served_n > taken) begin
+        $sformat(msg, "end of run: taken %0d, served %0d, acknowledged %0d", taken, served_n, done_n);
+        tb_fail(msg);
+      end
+      if (done_n < min_done) begin
+        $sformat(msg, "only %0d requests completed (need %0d): no progress", done_n, min_done);
+        tb_fail(msg);
+      end
+    end
+  endtask
+endmodule
