@@ -146,6 +146,12 @@ def cmd_gate_tasks(args) -> int:
     from .taskgate import gate_task
 
     tasks = [load_task(t) for t in args.tasks] if args.tasks else list_tasks()
+    if args.suggest_visible:
+        from .taskgate import suggest_visible
+
+        out = {t.id: suggest_visible(t, sim=args.sim) for t in tasks}
+        print(json.dumps(out) if args.json else "\n".join(f"{k}: visible = {v}" for k, v in out.items()))
+        return EXIT_OK
     rows = []
     show = progress_printer(not args.json)
     if not args.json:
@@ -192,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("gate-tasks", help="check task variants against the gate of SPEC section 2")
     s.add_argument("tasks", nargs="*")
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--suggest-visible", action="store_true",
+                   help="print 8 visible seeds (4 on which the defect fails) instead of gating")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_gate_tasks)
 

@@ -75,3 +75,25 @@ def gate_task(task: Task, *, sim: str = "icarus", progress: Progress | None = No
     row["ok"] = not problems
     row["problems"] = problems
     return row
+
+
+def suggest_visible(task: Task, *, fails: int = 4, total: int = 8, candidates: int = 48,
+                    sim: str = "icarus") -> list[int]:
+    """Visible seeds for a task: the first ``fails`` candidates (seeds 1, 2, ...) on which the
+    defect fails with late settling, then the first passing ones, so that an agent sees a failure
+    while it works but not only failures. Candidates never include hidden seeds."""
+    hid = set(hidden_seeds(task))
+    cands = [s for s in range(1, candidates + 1) if s not in hid]
+    simulator = get_simulator(sim)
+    work = Path(tempfile.mkdtemp(prefix="cdc-visible-"))
+    try:
+        design = {task.editable: task.defective_text, **{rel: task.text(rel) for rel in task.sources}}
+        b = simulator.build(task, design, work)
+        if b.status != "pass":
+            return []
+        res = run_seeds(simulator, b, task, cands, settle=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    failing = [r.seed for r in res if r.status != "pass"][:fails]
+    passing = [r.seed for r in res if r.status == "pass"][: total - len(failing)]
+    return sorted(failing + passing)
