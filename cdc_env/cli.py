@@ -17,7 +17,7 @@ from . import __version__
 from .errors import CdcError
 
 # Modules that add their own subcommands: each defines add_commands(subparsers).
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = ["cdc_env.scripted", "cdc_env.sim_cli", "cdc_env.gate.cli"]
 
 EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
@@ -119,7 +119,8 @@ def print_report(report: dict) -> None:
         print(f"  [{f['rule']}] {loc} {f['message']}")
     for stage, summary in report["seeds"].items():
         for fail in summary["failed"][:10]:
-            print(f"  {stage} seed {fail['seed']} ({fail['status']}, ratio {fail.get('ratio')}): {fail['reason']}")
+            where = f"{fail['status']}, ratio {fail.get('ratio')}"
+            print(f"  {stage} seed {fail['seed']} ({where}): {fail['reason']}")
         if len(summary["failed"]) > 10:
             print(f"  ... {len(summary['failed']) - 10} more failing {stage} seeds")
     tail = f" -- {report['reason']}" if report["reason"] else ""
@@ -171,6 +172,23 @@ def cmd_gate_tasks(args) -> int:
     return EXIT_OK if all(r["ok"] for r in rows) else EXIT_NOT_PASS
 
 
+def cmd_demo(args) -> int:
+    from .grade import grade
+    from .task import load_task
+
+    task = load_task(args.task)
+    print(f"== {task.id}: {task.title}")
+    print(f"== 1. the defective design as shipped ({task.editable}), late settling on")
+    bad = grade(task, task.defective_text, hidden=args.hidden)
+    print_report(bad)
+    print(f"\n== 2. the reference fix, late settling on, {args.hidden} hidden seeds")
+    good = grade(task, task.reference_text, hidden=args.hidden)
+    print_report(good)
+    ok = bad["verdict"] != "pass" and good["verdict"] == "pass"
+    print("\ndemo:", "ok (the defect is caught, the fix passes)" if ok else "UNEXPECTED RESULT")
+    return EXIT_OK if ok else EXIT_NOT_PASS
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cdc-env", description="Repair clock-domain-crossing bugs; grade the repairs.")
     p.add_argument("--version", action="version", version=f"cdc-env {__version__}")
@@ -188,12 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("grade", help="grade a submission (full editable file or unified diff)")
     s.add_argument("task")
     s.add_argument("file", help="the submission; - reads standard input")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"])
     s.add_argument("--hidden", default="all", help="number of hidden seeds, or 'all' (default)")
     s.add_argument("--no-settle", action="store_true", help="demo: turn late settling off")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
     s.add_argument("--progress", action="store_true", help="show progress even when not on a terminal")
     s.set_defaults(func=cmd_grade)
+
+    s = sub.add_parser("demo", help="grade a task's defect and its reference fix end to end")
+    s.add_argument("task", nargs="?", default="handshake")
+    s.add_argument("--hidden", type=int, default=32)
+    s.set_defaults(func=cmd_demo)
 
     s = sub.add_parser("gate-tasks", help="check task variants against the gate of SPEC section 2")
     s.add_argument("tasks", nargs="*")

@@ -15,6 +15,7 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,9 +23,10 @@ from pathlib import Path
 
 from . import __version__, paths
 from .gate import run_gate
-from .proc import bwrap_path
+from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
+from .proc import Limits, bwrap_path
 from .seeds import hidden_seeds, plan_seed, visible_seeds
-from .simulators import Build, SeedResult, Simulator, get_simulator
+from .simulators import SEED_LIMITS, Build, SeedResult, Simulator, get_simulator
 from .submission import allowlist
 from .task import Task, load_task
 
@@ -62,25 +64,72 @@ def seed_status(results: list[SeedResult]) -> str:
 
 def run_seeds(sim: Simulator, build: Build, task: Task, seeds: list[int], *, settle: bool,
               sandbox: bool = True, jobs: int | None = None, progress: Progress | None = None,
-              stage: str = "seeds") -> list[SeedResult]:
-    """Run ``seeds`` one process each (in parallel threads); results in the order given."""
+              stage: str = "seeds", limits: Limits = SEED_LIMITS,
+              hidden_checks: bool | None = None) -> list[SeedResult]:
+    """Run ``seeds`` one process each (in parallel threads); results in the order given.
+
+    hidden_checks: as in ``seeds.plan_seed`` (default: on for hidden seeds only).
+
+    After a seed times out no further seed is started (a design that hangs would otherwise cost
+    a time-out per seed); the seeds not run are simply absent from the result.
+    """
     jobs = max(1, jobs or os.cpu_count() or 1)
     done = 0
     out: list[SeedResult] = []
+    stop = threading.Event()
 
-    def one(seed: int) -> SeedResult:
-        return sim.run_seed(build, plan_seed(task, seed), settle=settle, sandbox=sandbox)
+    def one(seed: int) -> SeedResult | None:
+        if stop.is_set():
+            return None
+        res = sim.run_seed(build, plan_seed(task, seed, hidden_checks=hidden_checks), settle=settle,
+                           sandbox=sandbox, limits=limits)
+        if res.status == "timeout":
+            stop.set()
+        return res
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for res in pool.map(one, seeds):
-            out.append(res)
             done += 1
+            if res is not None:
+                out.append(res)
             if progress:
                 progress(stage, done, len(seeds))
     return out
 
 
-def seed_summary(task: Task, results: list[SeedResult]) -> dict:
+def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, settle: bool,
+              design_text: str, batch: bool = True, sandbox: bool = True, jobs: int | None = None,
+              progress: Progress | None = None, stage: str = "seeds",
+              limits: Limits = SEED_LIMITS) -> StageRun:
+    """One seed stage of a grade: batched on Verilator under a parity certificate, else one per seed.
+
+    Batching needs Verilator, ``batch``, a stage of at least BATCH_MIN_SEEDS seeds and a valid
+    certificate, and then must agree with its own reverse-order re-run and two seeds run alone
+    (parity.run_stage_batched). Otherwise -- and whenever any of that fails -- every seed runs in
+    its own process. Icarus never batches. The returned mode and reason go into the report.
+    """
+    cpu, rss = 0.0, 0
+    if sim.name != "verilator":
+        reason = f"{sim.name} runs every seed in its own process"
+    elif not batch:
+        reason = "batching switched off by the caller"
+    elif len(seeds) < BATCH_MIN_SEEDS:
+        reason = f"stage of {len(seeds)} seeds (batching needs {BATCH_MIN_SEEDS} or more)"
+    else:
+        results, reason, cpu, rss = run_stage_batched(sim, build, task, design_text, seeds,  # type: ignore[arg-type]
+                                                      settle=settle, sandbox=sandbox)
+        if results is not None:
+            if progress:
+                progress(stage, len(seeds), len(seeds))
+            return StageRun(results, "batched", reason, cpu, rss)
+        reason += "; every seed ran on its own"
+    results = run_seeds(sim, build, task, seeds, settle=settle, sandbox=sandbox, jobs=jobs,
+                        progress=progress, stage=stage, limits=limits)
+    return StageRun(results, "one-at-a-time", reason, cpu + sum(r.cpu_s for r in results),
+                    max([rss] + [r.max_rss_kb for r in results]))
+
+
+def seed_summary(task: Task, results: list[SeedResult], planned: int) -> dict:
     failed = []
     for r in results:
         if r.status != "pass":
@@ -88,8 +137,9 @@ def seed_summary(task: Task, results: list[SeedResult]) -> dict:
             failed.append({"seed": r.seed, "status": r.status, "reason": r.reason,
                            "ratio": round(plan.ratio, 3), "fast": plan.fast})
     return {
-        "count": len(results),
+        "count": planned,
         "passed": sum(r.status == "pass" for r in results),
+        "not_run": planned - len(results),
         "failed": failed,
         "results": [{"seed": r.seed, "status": r.status, "checks": r.checks, "hash": r.trace_hash,
                      "t": r.sim_time_ps} for r in results],
@@ -99,7 +149,7 @@ def seed_summary(task: Task, results: list[SeedResult]) -> dict:
 def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
           hidden: int | str | None = "all", settle: bool = True, gate: bool = True,
           sandbox: bool = True, jobs: int | None = None, progress: Progress | None = None,
-          keep_dir: Path | None = None) -> dict:
+          keep_dir: Path | None = None, batch: bool = True, seed_limits: Limits = SEED_LIMITS) -> dict:
     """Grade ``submission`` for ``task``; return the report.
 
     hidden: ``"all"`` (every hidden seed), an int N (the first N), or 0 / None (no hidden stage).
@@ -107,10 +157,19 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     gate: the static gate (off only for tests that prove a later stage or the sandbox).
     sandbox: run every tool under bubblewrap (off only where bubblewrap cannot run).
     keep_dir: keep the scratch directory there instead of deleting it (evidence).
+    sim: "icarus", "verilator", or "auto" (the cheaper one for this grade, from measured costs;
+        see cost.choose_simulator -- the choice and its reason are in report["simulator"]).
+    batch: let Verilator batch stages of 24+ seeds under a parity certificate (see run_stage).
+    seed_limits: time, CPU, memory and output bounds of one seed's simulation (one at a time).
     """
     t0 = time.monotonic()
     cpu0 = time.process_time()
     task = load_task(task) if isinstance(task, str) else task
+    choice = ""
+    if sim == "auto":
+        from .cost import choose_simulator  # noqa: PLC0415 -- cost imports grade
+
+        sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)
     simulator = get_simulator(sim)
     if sandbox and bwrap_path() is None:
         sandbox = False  # reported below; a caller that needs the sandbox checks first
@@ -118,7 +177,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "schema_version": SCHEMA_VERSION,
         "task": task.id,
         "family": task.family,
-        "simulator": {"name": simulator.name, "version": simulator.version()},
+        "simulator": {"name": simulator.name, "version": simulator.version(),
+                      **({"choice": choice} if choice else {})},
         "settle": settle,
         "sandbox": sandbox,
         "cdc_env_version": __version__,
@@ -162,12 +222,15 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         design[rel] = task.text(rel)
     report["fingerprints"] = fingerprints(task, allowed.text)
 
-    # 2. Static gate
+    # 2. Static gate. A design the gate cannot parse goes on to the build, so that the agent
+    # gets the compiler's own messages; if the simulator does build it, it is refused all the same.
+    parse_only = False
     if gate:
         g = run_gate(task, design)
         report["findings"] = g.findings
         stages.append(_stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)))
-        if g.status == "refused":
+        parse_only = bool(g.findings) and all(f["rule"] == "GATE-PARSE" for f in g.findings)
+        if g.status == "refused" and not parse_only:
             first = g.findings[0]["message"] if g.findings else g.detail
             return finish("refused", "gate", first)
         if g.status == "tool_error":
@@ -189,21 +252,29 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         if b.status != "pass":
             return finish(b.status, "build", "the design does not build" if b.status == "compile_error"
                           else b.log[-300:])
+        if gate and parse_only:
+            # The gate could not analyse a design that the simulator accepts: never let that
+            # through (a front-end difference must not become a way around the gate).
+            return finish("refused", "gate", g.findings[0]["message"])
 
         # 4. Visible seeds, 5. hidden seeds
         stage_seeds = [("visible", visible_seeds(task))]
         if hidden:
             stage_seeds.append(("hidden", hidden_seeds(task, None if hidden == "all" else int(hidden))))
         for name, seeds in stage_seeds:
-            results = run_seeds(simulator, b, task, seeds, settle=settle, sandbox=sandbox, jobs=jobs,
-                                progress=progress, stage=name)
-            child_cpu += sum(r.cpu_s for r in results)
-            peak_rss = max([peak_rss] + [r.max_rss_kb for r in results])
-            summary = seed_summary(task, results)
+            run = run_stage(simulator, b, task, seeds, settle=settle, design_text=allowed.text, batch=batch,
+                            sandbox=sandbox, jobs=jobs, progress=progress, stage=name,
+                            limits=seed_limits)
+            results = run.results
+            child_cpu += run.cpu_s
+            peak_rss = max(peak_rss, run.max_rss_kb)
+            summary = seed_summary(task, results, len(seeds))
+            summary.update(mode=run.mode, mode_reason=run.reason)
             report["seeds"][name] = summary
             status = seed_status(results)
-            stages.append(_stage(name, status, f"{summary['passed']}/{summary['count']} seeds pass",
-                                 cpu_s=round(sum(r.cpu_s for r in results), 3)))
+            detail = f"{summary['passed']}/{summary['count']} seeds pass ({run.mode})"
+            stages.append(_stage(name, status, detail,
+                                 cpu_s=round(run.cpu_s, 3), mode=run.mode, mode_reason=run.reason))
             if status != "pass":
                 first = summary["failed"][0]
                 reason = f"{name} seed {first['seed']}: {first['reason']}"

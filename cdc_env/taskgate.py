@@ -29,8 +29,13 @@ def hidden_band(task: Task) -> tuple[int, int]:
 
 
 def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim: str = "icarus",
-                   progress: Progress | None = None, stage: str = "") -> tuple[int, str]:
-    """Build ``text`` as the editable file and run ``seeds``; return (failures, build status)."""
+                   progress: Progress | None = None, stage: str = "",
+                   hidden_checks: bool | None = None) -> tuple[int, str]:
+    """Build ``text`` as the editable file and run ``seeds``; return (failures, build status).
+
+    hidden_checks: as in ``seeds.plan_seed``. The defect's band is measured with them off: the
+    FIFO family's Gray check catches a binary pointer on every hidden seed by design.
+    """
     simulator = get_simulator(sim)
     work = Path(tempfile.mkdtemp(prefix="cdc-taskgate-"))
     try:
@@ -38,7 +43,8 @@ def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim
         b = simulator.build(task, design, work)
         if b.status != "pass":
             return len(seeds), b.status
-        res = run_seeds(simulator, b, task, seeds, settle=settle, progress=progress, stage=stage)
+        res = run_seeds(simulator, b, task, seeds, settle=settle, progress=progress, stage=stage,
+                        hidden_checks=hidden_checks)
         if any(r.status == "tool_error" for r in res):
             return len(seeds), "tool_error"
         return sum(r.status != "pass" for r in res), "pass"
@@ -57,10 +63,10 @@ def gate_task(task: Task, *, sim: str = "icarus", progress: Progress | None = No
     row["defect_visible_fail"], s3 = count_failures(task, task.defective_text, vis, settle=True, sim=sim)
     row["defect_hidden_fail_settle"], s4 = count_failures(
         task, task.defective_text, hid, settle=True, sim=sim, progress=progress,
-        stage=f"{task.id} defect+settle")
+        stage=f"{task.id} defect+settle", hidden_checks=False)
     row["defect_hidden_fail_nosettle"], s5 = count_failures(
         task, task.defective_text, hid, settle=False, sim=sim, progress=progress,
-        stage=f"{task.id} defect-settle")
+        stage=f"{task.id} defect-settle", hidden_checks=False)
     problems = [f"build/tool status {s}" for s in {s1, s2, s3, s4, s5} if s != "pass"]
     if row["clean_fail"]:
         problems.append("clean design fails hidden seeds")

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up, then grade the handshake task's defective design and its reference fix end to end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec cdc-env demo "$@"

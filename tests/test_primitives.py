@@ -1,0 +1,77 @@
+"""cocotb unit tests of the synchronizer primitives, on Icarus (and Verilator when present).
+
+The cocotb test module is tests/cocotb/prim_tests.py; this file builds the wrapper with cocotb's
+runner and runs it under several plusarg settings, asserting on cocotb's results.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from cdc_env import paths
+
+cocotb_tools = pytest.importorskip("cocotb_tools.runner", reason="cocotb is not installed")
+HERE = Path(__file__).parent / "cocotb"
+
+
+def _run(tmp_path: Path, testcase: str, *, key: int = 7, settle: bool = True, env: dict | None = None,
+         sim: str = "icarus") -> tuple[int, int]:
+    if str(HERE) not in sys.path:  # cocotb's runner hands sys.path to the simulator as PYTHONPATH
+        sys.path.insert(0, str(HERE))
+    if sim == "icarus" and shutil.which("iverilog") is None:
+        pytest.skip("Icarus Verilog is not installed (apt-get install iverilog)")
+    runner = cocotb_tools.get_runner(sim)
+    build = tmp_path / f"build_{sim}"
+    runner.build(sources=[paths.primitives_file(), HERE / "prim_top.v"], hdl_toplevel="prim_top",
+                 build_dir=build, timescale=("1ps", "1ps"), always=False)
+    extra = {"PRIM_SETTLE": "1" if settle else "0", "PRIM_TRIALS": "120", **(env or {})}
+    try:  # the runner exits when a cocotb test fails; the results file still says which
+        runner.test(test_module="prim_tests", hdl_toplevel="prim_top", testcase=testcase,
+                    build_dir=build, test_dir=tmp_path, results_xml=str(tmp_path / "results.xml"),
+                    plusargs=[f"+cdc_settle_key={key}", f"+cdc_settle={int(settle)}"], extra_env=extra)
+    except SystemExit:
+        pass
+    return cocotb_tools.get_results(tmp_path / "results.xml")
+
+
+@pytest.mark.parametrize("case", ["latency_is_2_or_3", "bits_choose_independently",
+                                  "only_latest_update_settles_late", "gray_seen_current_or_one_behind",
+                                  "binary_can_be_a_mix"])
+@pytest.mark.parametrize("settle", [True, False])
+def test_primitive_property(tmp_path, case, settle):
+    if case == "only_latest_update_settles_late" and not settle:
+        pytest.skip("property of late settling only")
+    total, failed = _run(tmp_path, case, settle=settle)
+    assert total == 1 and failed == 0
+
+
+def test_same_key_same_choices(tmp_path):
+    traces = []
+    for i, key in enumerate((7, 7, 8)):
+        out = tmp_path / f"trace{i}.txt"
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        total, failed = _run(d, "trace_for_key", key=key, env={"PRIM_TRACE_OUT": str(out)})
+        assert (total, failed) == (1, 0)
+        traces.append(out.read_text())
+    assert traces[0] == traces[1], "same settle key gave different choices"
+    assert traces[0] != traces[2], "a different settle key gave identical choices"
+
+
+def test_checks_can_fail(tmp_path):
+    """The latency test must trip when settling is on but the test expects fixed latency."""
+    total, failed = _run(tmp_path, "latency_is_2_or_3", settle=True, env={"PRIM_SETTLE": "0"})
+    assert failed == 1
+
+
+@pytest.mark.skipif(os.environ.get("CDC_ENV_COCOTB_VERILATOR") != "1",
+                    reason="cocotb under Verilator needs a verilator shim on PATH and ~10 s per build;"
+                           " set CDC_ENV_COCOTB_VERILATOR=1 to run")
+def test_latency_on_verilator(tmp_path):
+    total, failed = _run(tmp_path, "latency_is_2_or_3", sim="verilator")
+    assert (total, failed) == (1, 0)
