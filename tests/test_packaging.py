@@ -1,0 +1,52 @@
+"""The wheel carries everything a grade reads at run time, and works from a deep install path
+(SPEC section 10: long paths break simulator plusargs and include paths silently)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import needs_icarus
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        pytest.skip(f"cannot build a wheel here (pip wheel failed: {p.stderr.strip()[-200:]})")
+    return next(out.glob("cdc_env-*.whl"))
+
+
+def test_wheel_bundles_runtime_data(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for must in ("cdc_env/_data/tasks/common/cdc_sync.v", "cdc_env/_data/tasks/common/CONTRACT.md",
+                 "cdc_env/_data/runners/tb/cdc_tb.vh", "cdc_env/_data/tasks/handshake/task.toml",
+                 "cdc_env/schemas/report.schema.json"):
+        assert must in names, must
+    assert not any("heldout/minted" in n or n.endswith(".key") for n in names)
+
+
+@needs_icarus
+def test_grade_from_a_deep_install(wheel, tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / ("f" * 60) / "with space" / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(deep),
+                    str(wheel)], check=True, capture_output=True, timeout=600)
+    code = ("import json, cdc_env, cdc_env.paths as p; from cdc_env.grade import grade; "
+            "t = cdc_env.load_task('handshake'); r = grade(t, t.reference_text, hidden=2); "
+            "print(json.dumps([str(p.data_root()), r['verdict']]))")
+    env = {**os.environ, "PYTHONPATH": str(deep)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-500:]
+    root, verdict = json.loads(out.stdout.strip().splitlines()[-1])
+    assert root.startswith(str(deep)) and verdict == "pass"
