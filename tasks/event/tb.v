@@ -58,6 +58,7 @@ module evt_tb;
 
   // Counting side: counters never run ahead of what was sent and never go back.
   always @(posedge clk_b) if (rst_bn && !run_over) begin
+    if ((^{data_cnt, mark_cnt}) === 1'bx) tb_fail("X or Z on an output: data_cnt_o/mark_cnt_o");
     fold({32'd2, data_cnt, mark_cnt});
     note_check;
     if (data_cnt > sent_data || mark_cnt > sent_mark) begin

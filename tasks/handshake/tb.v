@@ -59,6 +59,7 @@ module hs_tb;
   // the order of samples across domains is the real order of the register updates.
   always @(posedge clk_a) if (rst_an && !run_over) begin
     #1;
+    if ((^{ready, done}) === 1'bx) tb_fail("X or Z on an output: ready_o/done_o");
     if (done) begin
       done_n = done_n + 32'd1;
       note_check;
@@ -72,6 +73,7 @@ module hs_tb;
   // Acknowledger side: every served pulse must belong to a taken request.
   always @(posedge clk_b) if (rst_bn && !run_over) begin
     #1;
+    if ((^served) === 1'bx) tb_fail("X or Z on an output: served_o");  // ^z is x; Verilator reads 1'bz as 0
     fold({63'd2, served});
     if (served) begin
       served_n = served_n + 32'd1;
