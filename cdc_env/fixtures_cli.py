@@ -20,10 +20,12 @@ def _print_rows(rows: list[dict], title: str) -> None:
     print(f"| fixture | sim | expected | got | finding | ok |  ({title})")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        exp = f"{r['expect']} @ {r['expect_stage']}" + (f" [{r['expect_rule']}]" if r.get("expect_rule") else "")
+        rule = f" [{r['expect_rule']}]" if r.get("expect_rule") else ""
+        exp = f"{r['expect']} @ {r['expect_stage']}{rule}"
         got = f"{r['got']} @ {r['got_stage']}"
         ok = {True: "yes", False: "NO", None: "undecided (tool_error)"}[r["ok"]]
-        print(f"| {r['fixture']} | {r['sim']} | {exp} | {got} | {','.join(r['rules'])[:40]} | {ok} |", flush=True)
+        found = ",".join(r["rules"])[:40]
+        print(f"| {r['fixture']} | {r['sim']} | {exp} | {got} | {found} | {ok} |", flush=True)
 
 
 def _run(fn, jobs: list[tuple], workers: int, progress: bool) -> list[dict]:
