@@ -57,7 +57,7 @@ def _check_name(name: str, task: Task) -> str | None:
 
 
 def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
-    lines = diff.splitlines()
+    lines = diff.replace("\r\n", "\n").splitlines()
     src = original.splitlines()
     out: list[str] = []
     pos = 0  # index into src of the next unconsumed line

@@ -1,0 +1,70 @@
+"""Benchmark: static-gate time per submission, for every task's defective, clean and reference files.
+
+Measures ``run_gate`` exactly as the grader calls it (forked, resource-limited analysis child), after
+one warm-up call per task so that interpreter start, the pyslang import and the per-task profile
+(learned once per task and cached) are excluded. Reports wall and CPU seconds (parent + child) per
+submission: median and maximum over ``--repeat`` runs. Target: <= 0.5 s per submission.
+
+    python bench/bench_gate.py [--repeat 5] [--json] [TASK ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from cdc_env.gate import run_gate
+from cdc_env.task import load_task, task_ids
+
+TARGET_S = 0.5
+
+
+def bench(task_id: str, repeat: int) -> list[dict]:
+    task = load_task(task_id)
+    sources = {rel: task.text(rel) for rel in task.sources}
+    run_gate(task, {task.editable: task.reference_text, **sources})  # warm-up: import + profile
+    rows = []
+    for label, text in (("defective", task.defective_text), ("clean", task.clean_text),
+                        ("reference", task.reference_text)):
+        walls, cpus, status = [], [], set()
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            res = run_gate(task, {task.editable: text, **sources})
+            walls.append(time.perf_counter() - t0)
+            cpus.append(res.cpu_s)
+            status.add(res.status)
+        rows.append({"task": task_id, "design": label, "status": "/".join(sorted(status)),
+                     "wall_median_s": round(statistics.median(walls), 4), "wall_max_s": round(max(walls), 4),
+                     "cpu_median_s": round(statistics.median(cpus), 4), "cpu_max_s": round(max(cpus), 4)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tasks", nargs="*")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = []
+    for tid in args.tasks or task_ids():
+        rows.extend(bench(tid, max(1, args.repeat)))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print("| task | design | status | wall median s | wall max s | CPU median s | CPU max s |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['task']} | {r['design']} | {r['status']} | {r['wall_median_s']} | "
+                  f"{r['wall_max_s']} | {r['cpu_median_s']} | {r['cpu_max_s']} |")
+        worst_wall = max(r["wall_max_s"] for r in rows)
+        worst_cpu = max(r["cpu_max_s"] for r in rows)
+        print(f"\nworst wall {worst_wall} s, worst CPU {worst_cpu} s per submission; target <= {TARGET_S} s: "
+              f"{'met' if worst_wall <= TARGET_S else 'NOT met'}")
+    return 0 if all(r["status"] == "pass" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

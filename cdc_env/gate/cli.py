@@ -1,0 +1,46 @@
+"""``cdc-env check TASK FILE [--json]``: run the static gate on a submission and print its findings.
+
+FILE is a submission exactly as ``cdc-env grade`` takes it (the full editable file or a unified
+diff; ``-`` reads standard input): the allowlist runs first, then the gate. Nothing is built or
+simulated. Exit status: 0 pass, 1 refused, 3 tool_error, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def cmd_check(args) -> int:
+    from ..cli import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, read_submission
+    from ..submission import allowlist
+    from ..task import load_task
+    from . import run_gate
+
+    task = load_task(args.task)
+    allowed = allowlist(task, read_submission(args.file))
+    if not allowed.ok:
+        out = {"task": task.id, "stage": "allowlist", "status": "refused", "detail": allowed.reason,
+               "findings": [], "cpu_s": 0.0}
+    else:
+        design = {task.editable: allowed.text, **{rel: task.text(rel) for rel in task.sources}}
+        g = run_gate(task, design)
+        out = {"task": task.id, "stage": "gate", "status": g.status, "detail": g.detail,
+               "findings": g.findings, "cpu_s": round(g.cpu_s, 4)}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for f in out["findings"]:
+            loc = f"{f.get('file') or ''}:{f.get('line') or ''}"
+            print(f"{loc}: {f['severity']} [{f['rule']}] {f['message']}")
+        print(f"{out['stage']}: {out['status']}" + (f" -- {out['detail']}" if out["detail"] else ""),
+              file=sys.stdout)
+    return {"pass": EXIT_OK, "refused": EXIT_NOT_PASS}.get(out["status"], EXIT_TOOL)
+
+
+def add_commands(sub) -> None:
+    s = sub.add_parser("check", help="run the allowlist and the static gate on a submission (no simulation)")
+    s.add_argument("task")
+    s.add_argument("file", help="the submission (full editable file or unified diff); - reads standard input")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.set_defaults(func=cmd_check)

@@ -1,0 +1,614 @@
+"""A signal-level dependency graph of an elaborated design, for the clock-domain rules.
+
+Walks pyslang's elaborated hierarchy from the task's top instance: every net and variable is a
+node (keyed by hierarchical path), and every way a value reaches it is a ``Write``: continuous
+assignments, net and variable initializers, procedural assignments (with the conditions that
+guard them as control dependencies), port connections of helper modules, generate blocks,
+functions and tasks (inlined as a summary: the call depends on its arguments and on every
+non-local signal the body reads), concatenations and memories (a memory is one node).
+
+A procedural block with an edge-triggered event control is a flop block: everything it assigns
+is a register of that block's clock. Everything else is combinational. Instances of the
+provided primitives are black boxes: their port connections are recorded, their internals are
+never walked (a design may not reach into them; that is a POL-HIERREF finding).
+
+Granularity is the whole signal: a vector whose bits belong to different domains is treated as
+belonging to both (conservative; docs/gate.md states it as a limitation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyslang import ast
+
+from .frontend import FrontEnd
+
+PRIMITIVES: dict[str, dict[str, str]] = {
+    # role -> port name. "clk"/"rst" are the destination side; "d" the crossing input.
+    "cdc_sync_bus": {"clk": "clk_i", "rst": "rst_ni", "d": "d_i", "q": "q_o"},
+    "cdc_sync_bit": {"clk": "clk_i", "rst": "rst_ni", "d": "d_i", "q": "q_o"},
+    "cdc_sync_pulse": {"src_clk": "src_clk_i", "src_rst": "src_rst_ni", "d": "pulse_i",
+                       "clk": "dst_clk_i", "rst": "dst_rst_ni", "q": "pulse_o"},
+}
+
+EK = ast.ExpressionKind
+SKd = ast.StatementKind
+SymK = ast.SymbolKind
+_VALUE_KINDS = {SymK.Net, SymK.Variable, SymK.FormalArgument}
+_PURE_KINDS = {EK.NamedValue, EK.Concatenation, EK.Replication, EK.Conversion, EK.MemberAccess,
+               EK.IntegerLiteral, EK.UnbasedUnsizedIntegerLiteral}
+MAX_CALL_DEPTH = 16
+
+
+@dataclass
+class Write:
+    """One way a value reaches a node."""
+
+    deps: frozenset[str]  # nodes read (data and control)
+    file: str | None
+    line: int | None
+    block: int | None = None  # flop block index, or None for combinational
+    pure: frozenset[str] | None = None  # the nodes, if the value is a plain selection of them
+
+
+@dataclass
+class Node:
+    key: str
+    name: str  # shown in messages: the path below the top instance
+    file: str | None = None
+    line: int | None = None
+    memory: bool = False
+    writes: list[Write] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """An edge-triggered procedural block: its events (edge, node keys) and where it is. Every
+    flop of the block also depends on its non-clock events (asynchronous set/reset)."""
+
+    events: list[tuple[str, frozenset[str]]]
+    file: str | None
+    line: int | None
+    text: str
+
+
+@dataclass
+class PrimInst:
+    kind: str  # cdc_sync_bus | cdc_sync_bit | cdc_sync_pulse
+    key: str
+    name: str
+    file: str | None
+    line: int | None
+    conns: dict[str, tuple[frozenset[str], frozenset[str] | None, str]] = field(default_factory=dict)
+    # role -> (nodes read, pure selection or None, expression text); "q" holds the driven nodes
+
+
+@dataclass
+class Netlist:
+    top: str
+    nodes: dict[str, Node] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)
+    prims: list[PrimInst] = field(default_factory=list)
+    hierrefs: list[tuple[str, str | None, int | None]] = field(default_factory=list)
+    static_state: list[tuple[str, str, str | None, int | None]] = field(default_factory=list)
+    # (subroutine, variable, file, line): a static local that may be read before it is assigned
+    ports: dict[str, str] = field(default_factory=dict)  # top port name -> "in" | "out" | "inout"
+
+    def short(self, key: str) -> str:
+        prefix = self.top + "."
+        return key[len(prefix):] if key.startswith(prefix) else key
+
+
+class _Builder:
+    def __init__(self, fe: FrontEnd, top: ast.InstanceSymbol):
+        self.fe = fe
+        self.net = Netlist(top=top.hierarchicalPath)
+        self.summaries: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self.in_progress: set[str] = set()
+
+    # ----- nodes and locations -----
+    def where(self, obj) -> tuple[str | None, int | None]:
+        try:
+            loc = obj.sourceRange.start
+        except AttributeError:
+            loc = obj.location
+        return self.fe.line_of(loc)
+
+    def node(self, sym) -> str:
+        key = sym.hierarchicalPath
+        if key not in self.net.nodes:
+            file, line = self.fe.line_of(sym.location)
+            memory = False
+            try:
+                memory = bool(sym.type.isUnpackedArray)
+            except AttributeError:
+                pass
+            self.net.nodes[key] = Node(key, self.net.short(key), file, line, memory)
+        return key
+
+    def write(self, targets: set[str], deps: set[str], where, block: int | None = None,
+              pure: frozenset[str] | None = None) -> None:
+        file, line = where
+        fdeps = frozenset(deps)
+        for t in targets:
+            self.net.nodes[t].writes.append(Write(fdeps, file, line, block, pure))
+
+    # ----- expressions -----
+    def reads(self, expr, local_to: str | None = None) -> set[str]:
+        """Every node an expression reads, calls included (through their summaries)."""
+        out: set[str] = set()
+        if expr is None:
+            return out
+
+        def visit(x):
+            if isinstance(x, ast.Expression):
+                k = x.kind
+                if k in (EK.NamedValue, EK.HierarchicalValue):
+                    sym = x.symbol
+                    if sym.kind in _VALUE_KINDS and not _is_local(sym, local_to):
+                        out.add(self.node(sym))
+                    if k == EK.HierarchicalValue:
+                        file, line = self.where(x)
+                        self.net.hierrefs.append((_text(x), file, line))
+                elif k == EK.Call and not x.isSystemCall:
+                    sub = x.subroutine
+                    if sub is not None:
+                        r, _w = self.summary(sub)
+                        out.update(r)
+            return ast.VisitAction.Advance
+
+        expr.visit(visit)
+        return out
+
+    def pure(self, expr, local_to: str | None = None) -> frozenset[str] | None:
+        """The nodes of a plain selection (names, constant selects, concatenations), else None."""
+        out: set[str] = set()
+        ok = True
+
+        def visit(x):
+            nonlocal ok
+            if not ok:
+                return ast.VisitAction.Skip
+            if isinstance(x, ast.Expression):
+                k = x.kind
+                if k in (EK.ElementSelect, EK.RangeSelect):
+                    sels = [x.selector] if k == EK.ElementSelect else [x.left, x.right]
+                    if any(s is None or s.constant is None for s in sels):
+                        ok = False
+                        return ast.VisitAction.Skip
+                    x.value.visit(visit)
+                    return ast.VisitAction.Skip
+                if k not in _PURE_KINDS:
+                    ok = False
+                    return ast.VisitAction.Skip
+                if k == EK.NamedValue and x.symbol.kind in _VALUE_KINDS and not _is_local(x.symbol, local_to):
+                    out.add(self.node(x.symbol))
+            return ast.VisitAction.Advance
+
+        if expr is None:
+            return None
+        expr.visit(visit)
+        return frozenset(out) if ok else None
+
+    def lvalue(self, expr, local_to: str | None = None) -> tuple[set[str], set[str]]:
+        """(nodes written, nodes read by the selects) of an assignment's left-hand side."""
+        targets: set[str] = set()
+        reads: set[str] = set()
+
+        def go(e):
+            k = e.kind
+            if k in (EK.NamedValue, EK.HierarchicalValue):
+                if e.symbol.kind in _VALUE_KINDS and not _is_local(e.symbol, local_to):
+                    targets.add(self.node(e.symbol))
+                if k == EK.HierarchicalValue:
+                    file, line = self.where(e)
+                    self.net.hierrefs.append((_text(e), file, line))
+            elif k == EK.ElementSelect:
+                go(e.value)
+                reads.update(self.reads(e.selector, local_to))
+            elif k == EK.RangeSelect:
+                go(e.value)
+                reads.update(self.reads(e.left, local_to))
+                reads.update(self.reads(e.right, local_to))
+            elif k in (EK.MemberAccess, EK.Conversion):
+                go(e.value if k == EK.MemberAccess else e.operand)
+            elif k == EK.Concatenation:
+                for op in e.operands:
+                    go(op)
+            elif k == EK.Assignment:
+                go(e.left)
+            else:  # anything else: every name in it is written, conservatively
+                def visit(x):
+                    if isinstance(x, ast.Expression) and x.kind == EK.NamedValue and \
+                            x.symbol.kind in _VALUE_KINDS and not _is_local(x.symbol, local_to):
+                        targets.add(self.node(x.symbol))
+                    return ast.VisitAction.Advance
+                e.visit(visit)
+
+        if expr is not None:
+            go(expr)
+        return targets, reads
+
+    # ----- subroutines -----
+    def summary(self, sub) -> tuple[frozenset[str], frozenset[str]]:
+        """(non-local nodes read, non-local nodes written) by a function or task, nested calls in."""
+        key = sub.hierarchicalPath
+        if key in self.summaries:
+            return self.summaries[key]
+        if key in self.in_progress or len(self.in_progress) > MAX_CALL_DEPTH:
+            return frozenset(), frozenset()
+        self.in_progress.add(key)
+        reads: set[str] = set()
+        writes: set[str] = set()
+
+        def visit(x):
+            if isinstance(x, ast.Expression):
+                if x.kind == EK.Assignment:
+                    t, r = self.lvalue(x.left, key)
+                    writes.update(t)
+                    reads.update(r)
+                    reads.update(self.reads(x.right, key))
+                    return ast.VisitAction.Skip
+                reads.update(self.reads(x, key))
+                if x.kind == EK.Call and not x.isSystemCall and x.subroutine is not None:
+                    writes.update(self.summary(x.subroutine)[1])
+                return ast.VisitAction.Skip
+            return ast.VisitAction.Advance
+
+        try:
+            sub.body.visit(visit)
+            for var, loc in stale_static_reads(sub):
+                file, line = self.fe.line_of(loc)
+                self.net.static_state.append((sub.name, var, file, line))
+        finally:
+            self.in_progress.discard(key)
+        res = (frozenset(reads), frozenset(writes))
+        self.summaries[key] = res
+        return res
+
+    # ----- statements -----
+    def statement(self, stmt, ctrl: frozenset[str], block: int | None) -> None:
+        k = stmt.kind
+        if k == SKd.List:
+            for s in stmt.list:
+                self.statement(s, ctrl, block)
+            return
+        if k == SKd.Block:
+            self.statement(stmt.body, ctrl, block)
+            return
+        if k == SKd.ExpressionStatement:
+            self.expression_statement(stmt.expr, ctrl, block)
+            return
+        if k == SKd.VariableDeclaration:
+            sym = stmt.symbol
+            if sym.initializer is not None:
+                self.write({self.node(sym)}, self.reads(sym.initializer) | ctrl, self.where(stmt), block,
+                           self.pure(sym.initializer))
+            return
+        # Any other statement: expressions in its header (conditions, case selectors, loop
+        # bounds) guard everything inside it; its sub-statements are walked in turn.
+        header: set[str] = set()
+        children: list = []
+
+        def visit(x):
+            if x is stmt:
+                return ast.VisitAction.Advance
+            if isinstance(x, ast.Statement):
+                children.append(x)
+                return ast.VisitAction.Skip
+            if isinstance(x, ast.Expression):
+                if x.kind == EK.Assignment:  # loop initializers and steps
+                    self.expression_statement(x, ctrl, block)
+                header.update(self.reads(x))
+                return ast.VisitAction.Skip
+            return ast.VisitAction.Advance
+
+        stmt.visit(visit)
+        inner = ctrl | frozenset(header)
+        for c in children:
+            self.statement(c, inner, block)
+
+    def expression_statement(self, expr, ctrl: frozenset[str], block: int | None) -> None:
+        where = self.where(expr)
+        if expr.kind == EK.Assignment:
+            targets, idx = self.lvalue(expr.left)
+            rhs = self.reads(expr.right)
+            deps = rhs | idx | ctrl
+            if expr.isCompound:
+                deps |= targets
+            extra = self._call_writes(expr.right)
+            pure = self.pure(expr.right) if not idx else None
+            self.write(targets | extra, deps, where, block, pure)
+            return
+        reads = self.reads(expr) | ctrl
+        targets = self._call_writes(expr)
+        if expr.kind == EK.Call and not expr.isSystemCall:
+            for arg in expr.arguments:
+                if arg.kind == EK.Assignment:  # output argument
+                    t, r = self.lvalue(arg.left)
+                    targets |= t
+                    reads |= r
+        elif expr.kind not in (EK.Call,):  # x++ and friends
+            t, r = self.lvalue(expr)
+            targets |= t
+            reads |= r | t
+        if targets:
+            self.write(targets, reads, where, block)
+
+    def _call_writes(self, expr) -> set[str]:
+        out: set[str] = set()
+
+        def visit(x):
+            if isinstance(x, ast.Expression) and x.kind == EK.Call and not x.isSystemCall \
+                    and x.subroutine is not None:
+                out.update(self.summary(x.subroutine)[1])
+            return ast.VisitAction.Advance
+
+        expr.visit(visit)
+        return out
+
+    # ----- procedural blocks -----
+    def procedure(self, proc) -> None:
+        pk = proc.procedureKind
+        if pk in (ast.ProceduralBlockKind.Initial, ast.ProceduralBlockKind.Final):
+            return  # refused by policy; nothing it does is part of the design
+        body = proc.body
+        block: int | None = None
+        ctrl: frozenset[str] = frozenset()
+        if body.kind == SKd.Timed:
+            timing = body.timing
+            events = _events(timing)
+            edged = [(edge, expr) for edge, expr, _iff in events if edge != "none"]
+            if edged:
+                evs = [(edge, frozenset(self.reads(expr))) for edge, expr in edged]
+                file, line = self.where(proc)
+                self.net.blocks.append(Block(evs, file, line, _text(timing)))
+                block = len(self.net.blocks) - 1
+                # The events themselves (clock, asynchronous resets) are kept on the Block, not
+                # in each write's deps: the clock drives the flops but is not their data.
+            for _edge, _expr, iff in events:  # an iff guard is an enable of every flop in the block
+                ctrl |= frozenset(self.reads(iff))
+            body = body.stmt
+        self.statement(body, ctrl, block)
+
+    # ----- hierarchy -----
+    def scope(self, scope) -> None:
+        for m in scope:
+            k = m.kind
+            if k == SymK.Net:
+                if m.initializer is not None:
+                    self.write({self.node(m)}, self.reads(m.initializer), self.where(m), None,
+                               self.pure(m.initializer))
+                else:
+                    self.node(m)
+            elif k == SymK.Variable:
+                key = self.node(m)
+                if m.initializer is not None:
+                    self.write({key}, self.reads(m.initializer), self.where(m), None,
+                               self.pure(m.initializer))
+            elif k == SymK.ContinuousAssign:
+                a = m.assignment
+                targets, idx = self.lvalue(a.left)
+                self.write(targets, self.reads(a.right) | idx, self.where(m), None,
+                           self.pure(a.right) if not idx else None)
+            elif k == SymK.ProceduralBlock:
+                self.procedure(m)
+            elif k == SymK.Instance:
+                self.instance(m)
+            elif k == SymK.InstanceArray:
+                for el in m.elements:
+                    if el.kind == SymK.Instance:
+                        self.instance(el)
+            elif k == SymK.GenerateBlock:
+                if not m.isUninstantiated:
+                    self.scope(m)
+            elif k == SymK.GenerateBlockArray:
+                for e in m.entries:
+                    if not e.isUninstantiated:
+                        self.scope(e)
+
+    def instance(self, inst) -> None:
+        defname = inst.definition.name
+        file, line = self.fe.line_of(inst.location)
+        if defname in PRIMITIVES:
+            roles = {port: role for role, port in PRIMITIVES[defname].items()}
+            p = PrimInst(defname, inst.hierarchicalPath, self.net.short(inst.hierarchicalPath), file, line)
+            for pc in inst.portConnections:
+                role = roles.get(pc.port.name)
+                expr = pc.expression
+                if role is None or expr is None:
+                    continue
+                if role == "q":
+                    targets, _idx = self.lvalue(expr)
+                    p.conns["q"] = (frozenset(targets), None, _text(expr))
+                else:
+                    p.conns[role] = (frozenset(self.reads(expr)), self.pure(expr), _text(expr))
+            self.net.prims.append(p)
+            return
+        for pc in inst.portConnections:
+            expr = pc.expression
+            port = pc.port
+            internal = getattr(port, "internalSymbol", None)
+            if expr is None or internal is None or internal.kind not in _VALUE_KINDS:
+                continue
+            ikey = self.node(internal)
+            d = port.direction
+            if d in (ast.ArgumentDirection.In, ast.ArgumentDirection.InOut):
+                src = expr.left if expr.kind == EK.Assignment else expr
+                self.write({ikey}, self.reads(src), (file, line), None, self.pure(src))
+            if d in (ast.ArgumentDirection.Out, ast.ArgumentDirection.InOut):
+                targets, idx = self.lvalue(expr)
+                self.write(targets, {ikey} | idx, (file, line), None, frozenset({ikey}) if not idx else None)
+        self.scope(inst.body)
+
+
+def stale_static_reads(sub) -> list[tuple[str, object]]:
+    """Static variables of a subroutine that may be read before the call assigns them.
+
+    Such a variable carries a value from one call to the next -- from a call in one clock
+    domain to a call in the other -- which no signal in the netlist shows. A write to any part
+    of a variable counts as assigning it (optimistic for partial writes; docs/gate.md).
+    """
+    prefix = sub.hierarchicalPath + "."
+    tracked: set[str] = set()
+
+    def collect(x):
+        if isinstance(x, ast.Symbol) and x.kind == SymK.Variable and \
+                x.lifetime == ast.VariableLifetime.Static and x.hierarchicalPath.startswith(prefix):
+            tracked.add(x.hierarchicalPath)
+        elif isinstance(x, ast.Statement) and x.kind == SKd.VariableDeclaration:
+            collect(x.symbol)
+        return ast.VisitAction.Advance
+
+    for m in sub:
+        collect(m)
+    rv = getattr(sub, "returnValVar", None)
+    if rv is not None and sub.defaultLifetime == ast.VariableLifetime.Static:
+        tracked.add(rv.hierarchicalPath)
+    sub.body.visit(collect)
+    if not tracked:
+        return []
+    stale: list[tuple[str, object]] = []
+
+    def check(expr, assigned: set[str]) -> None:
+        if expr is None:
+            return
+
+        def visit(x):
+            if isinstance(x, ast.Expression) and x.kind == EK.NamedValue:
+                k = x.symbol.hierarchicalPath
+                if k in tracked and k not in assigned:
+                    stale.append((x.symbol.name, x.sourceRange.start))
+            return ast.VisitAction.Advance
+
+        expr.visit(visit)
+
+    def targets(lhs) -> set[str]:
+        out: set[str] = set()
+        while lhs is not None and lhs.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+            lhs = lhs.value
+        if lhs is not None and lhs.kind == EK.NamedValue:
+            out.add(lhs.symbol.hierarchicalPath)
+        elif lhs is not None and lhs.kind == EK.Concatenation:
+            for op in lhs.operands:
+                out |= targets(op)
+        return out
+
+    def assign_expr(e, assigned: set[str]) -> set[str]:
+        if e.kind == EK.Assignment:
+            check(e.right, assigned)
+            lhs = e.left
+            while lhs.kind in (EK.ElementSelect, EK.RangeSelect):  # selects read their indices
+                check(lhs.selector if lhs.kind == EK.ElementSelect else lhs.left, assigned)
+                if lhs.kind == EK.RangeSelect:
+                    check(lhs.right, assigned)
+                lhs = lhs.value
+            if e.isCompound:
+                check(e.left, assigned)
+            return assigned | targets(e.left)
+        check(e, assigned)
+        return assigned
+
+    def stmt(st, assigned: set[str]) -> set[str]:
+        k = st.kind
+        if k == SKd.List:
+            for s2 in st.list:
+                assigned = stmt(s2, assigned)
+            return assigned
+        if k == SKd.Block:
+            return stmt(st.body, assigned)
+        if k == SKd.ExpressionStatement:
+            return assign_expr(st.expr, assigned)
+        if k == SKd.VariableDeclaration:
+            init = st.symbol.initializer
+            if init is not None:
+                check(init, assigned)
+                return assigned | {st.symbol.hierarchicalPath}
+            return assigned
+        if k == SKd.Conditional:
+            for c in st.conditions:
+                check(c.expr, assigned)
+            yes = stmt(st.ifTrue, set(assigned))
+            no = stmt(st.ifFalse, set(assigned)) if st.ifFalse is not None else assigned
+            return yes & no
+        if k == SKd.Case:
+            check(st.expr, assigned)
+            outs = []
+            for item in st.items:
+                for e in item.expressions:
+                    check(e, assigned)
+                outs.append(stmt(item.stmt, set(assigned)))
+            outs.append(stmt(st.defaultCase, set(assigned)) if st.defaultCase is not None else assigned)
+            return set.intersection(*outs)
+        if k == SKd.ForLoop:
+            for init in st.initializers:
+                assigned = assign_expr(init, assigned)
+            check(st.stopExpr, assigned)
+            inner = stmt(st.body, set(assigned))
+            for step in st.steps:
+                assign_expr(step, inner)
+            return assigned
+        if k in (SKd.WhileLoop, SKd.DoWhileLoop, SKd.RepeatLoop):
+            check(getattr(st, "cond", None) or getattr(st, "count", None), assigned)
+            inner = stmt(st.body, set(assigned))
+            return inner if k == SKd.DoWhileLoop else assigned
+        if k == SKd.Return:
+            check(getattr(st, "expr", None), assigned)
+            return assigned
+        # Anything else: every tracked name it reads must already be assigned.
+        def visit(x):
+            if isinstance(x, ast.Expression):
+                check(x, assigned)
+                return ast.VisitAction.Skip
+            return ast.VisitAction.Advance
+
+        st.visit(visit)
+        return assigned
+
+    stmt(sub.body, set())
+    seen: set[str] = set()
+    return [(n, loc) for n, loc in stale if not (n in seen or seen.add(n))]
+
+
+def _is_local(sym, sub_key: str | None) -> bool:
+    return sub_key is not None and sym.hierarchicalPath.startswith(sub_key + ".")
+
+
+def _events(timing) -> list[tuple[str, object, object]]:
+    """(edge, signal expression, iff condition or None) of each event of an event control."""
+    k = timing.kind
+    tk = ast.TimingControlKind
+    if k == tk.SignalEvent:
+        edge = {ast.EdgeKind.PosEdge: "posedge", ast.EdgeKind.NegEdge: "negedge",
+                ast.EdgeKind.BothEdges: "edge"}.get(timing.edge, "none")
+        return [(edge, timing.expr, getattr(timing, "iffCondition", None))]
+    if k == tk.EventList:
+        out = []
+        for ev in timing.events:
+            out.extend(_events(ev))
+        return out
+    return []
+
+
+def _text(obj, width: int = 60) -> str:
+    try:
+        syn = obj.syntax
+        text = " ".join(str(syn).split()) if syn is not None else "a constant"
+    except Exception:  # noqa: BLE001 -- text is only for messages
+        text = "?"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def build(fe: FrontEnd, top: ast.InstanceSymbol) -> Netlist:
+    """The dependency graph of the design under ``top``."""
+    b = _Builder(fe, top)
+    for port in top.body.portList:
+        name = port.name
+        d = getattr(port, "direction", None)
+        b.net.ports[name] = {ast.ArgumentDirection.In: "in", ast.ArgumentDirection.Out: "out"}.get(d, "inout")
+        internal = getattr(port, "internalSymbol", None)
+        if internal is not None and internal.kind in _VALUE_KINDS:
+            b.node(internal)
+    b.scope(top.body)
+    return b.net

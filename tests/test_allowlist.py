@@ -1,0 +1,122 @@
+"""The allowlist stage: a submission becomes exactly the new text of the task's editable file,
+or is refused with a reason. Diffs that touch other files, create, delete, rename, re-mode or
+symlink files, use absolute paths, climb with .., or name files like simulator options never get
+through."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+
+from cdc_env.submission import MAX_BYTES, allowlist
+from cdc_env.task import load_task
+
+TASK = load_task("handshake")
+ORIG = TASK.defective_text
+FIXED = TASK.reference_text
+
+
+def make_diff(old_name: str = "a/hs_top.v", new_name: str = "b/hs_top.v", new: str = FIXED,
+              git: bool = False, extra: str = "") -> str:
+    body = "".join(difflib.unified_diff(ORIG.splitlines(True), new.splitlines(True), old_name, new_name))
+    head = f"diff --git {old_name} {new_name}\n{extra}" if git else extra
+    return head + body
+
+
+def test_full_file_is_accepted_as_is():
+    res = allowlist(TASK, FIXED)
+    assert res.ok and res.form == "file" and res.text == FIXED
+
+
+def test_unified_diff_applies_to_the_defective_file():
+    res = allowlist(TASK, make_diff())
+    assert res.ok and res.form == "diff" and res.text == FIXED
+
+
+def test_git_diff_with_index_line_applies():
+    res = allowlist(TASK, make_diff(git=True, extra="index 1234567..89abcde 100644\n"))
+    assert res.ok and res.text == FIXED
+
+
+def test_crlf_diff_applies():
+    res = allowlist(TASK, make_diff().replace("\n", "\r\n"))
+    assert res.ok and res.text == FIXED
+
+
+def test_bytes_submission_is_decoded():
+    res = allowlist(TASK, FIXED.encode())
+    assert res.ok and res.text == FIXED
+
+
+@pytest.mark.parametrize("old,new,why", [
+    ("a/tb.v", "b/tb.v", "only 'hs_top.v'"),
+    ("a/hs_top.v", "b/tb.v", "only 'hs_top.v'"),
+    ("a/../hs_top.v", "b/../hs_top.v", "climbs"),
+    ("/work/hs_top.v", "/work/hs_top.v", "absolute"),
+    ("/dev/null", "b/hs_top.v", "create or delete"),
+    ("a/hs_top.v", "/dev/null", "create or delete"),
+    ("+define+FOO=1", "+define+FOO=1", "simulator option"),
+    ("-Wall", "-Wall", "simulator option"),
+    ("a/+incdir+/etc", "b/+incdir+/etc", "simulator option"),
+    ("a/-y.", "b/-y.", "simulator option"),
+    ("a/common/cdc_sync.v", "b/common/cdc_sync.v", "only 'hs_top.v'"),
+])
+def test_diff_paths_are_refused(old, new, why):
+    res = allowlist(TASK, make_diff(old, new))
+    assert not res.ok and why in res.reason
+
+
+@pytest.mark.parametrize("extra", [
+    "new file mode 100644\n", "deleted file mode 100644\n", "old mode 100644\nnew mode 100755\n",
+    "new file mode 120000\n",  # a symlink
+    "old mode 100644\nnew mode 120000\n",  # turned into a symlink
+    "similarity index 90%\nrename from hs_top.v\nrename to hs_top2.v\n",
+    "copy from hs_top.v\ncopy to tb.v\n", "GIT binary patch\n",
+])
+def test_git_extended_headers_are_refused(extra):
+    res = allowlist(TASK, make_diff(git=True, extra=extra))
+    assert not res.ok and "renames, copies, re-modes or binary-patches" in res.reason
+
+
+def test_git_header_naming_another_file_is_refused():
+    d = make_diff().replace("--- a/hs_top.v", "diff --git a/tb.v b/tb.v\n--- a/hs_top.v", 1)
+    res = allowlist(TASK, d)
+    assert not res.ok and "tb.v" in res.reason
+
+
+def test_two_file_sections_are_refused():
+    d = make_diff() + make_diff()
+    assert not allowlist(TASK, d).ok
+
+
+def test_diff_that_does_not_apply_is_refused():
+    d = make_diff().replace("-  reg  ack_q;", "-  reg  ack_qq;", 1)
+    if d == make_diff():  # the line is not in the hunk: break a context line instead
+        d = make_diff().replace("\n ", "\n x", 1)
+    res = allowlist(TASK, d)
+    assert not res.ok and ("does not apply" in res.reason or "malformed" in res.reason)
+
+
+def test_malformed_diffs_are_refused():
+    assert not allowlist(TASK, "--- a/hs_top.v\n@@ -1 +1 @@\n-x\n+y\n+++ b/hs_top.v\n").ok
+    hunk_only = "--- a/hs_top.v\n+++ b/hs_top.v\n@@ -1,1 +1,1 @@\n?garbage\n"
+    assert not allowlist(TASK, hunk_only).ok
+
+
+@pytest.mark.parametrize("bad,why", [
+    (b"\x00" * 10, "binary"), ("module hs_top; \x00 endmodule", "binary"), (b"\xff\xfe\xfa", "UTF-8"),
+    ("   \n\t", "empty"), (b"x" * (MAX_BYTES + 1), "limit"), ("x" * (MAX_BYTES + 1), "limit"),
+    ("module evt_top; endmodule", "does not define module 'hs_top'"), (42, "text"),
+])
+def test_bad_submissions_are_refused(bad, why):
+    res = allowlist(TASK, bad)
+    assert not res.ok and why in res.reason
+
+
+def test_the_result_is_always_the_editable_file_only():
+    # Whatever a submission says about names, the allowlist returns one text; grade() writes it
+    # under task.editable. A full-file submission that mentions other files is just text.
+    text = FIXED + "// +define+X -Wall ../../etc/passwd /dev/null\n"
+    res = allowlist(TASK, text)
+    assert res.ok and res.text == text
