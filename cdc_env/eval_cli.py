@@ -1,0 +1,100 @@
+"""``cdc-env eval`` (model runs against a Chat Completions endpoint) and ``cdc-env standin`` (the
+local stand-in model). The work is in evaluate.py and standin.py; this module only parses options
+and prints.
+
+Exit status of ``eval``: 0 the run finished (whatever the model scored), 1 the controls failed
+(nothing was run or written), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .cli import EXIT_NOT_PASS, EXIT_OK, parse_hidden
+    from .evaluate import ControlsFailed, EvalSettings, ProgressBar, run_eval, summary_markdown
+
+    tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
+    settings = EvalSettings(
+        mode=args.mode, base_url=args.base_url, model=args.model, tasks=tasks, api_key_env=args.api_key_env,
+        samples=args.samples, concurrency=args.concurrency, hidden=parse_hidden(args.hidden), sim=args.sim,
+        max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
+        max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries)
+    show = not args.json and (sys.stderr.isatty() or args.progress)
+    try:
+        summary = run_eval(settings, args.out, resume=args.resume, progress=ProgressBar() if show else None)
+    except ControlsFailed as exc:
+        print(f"cdc-env: {exc}", file=sys.stderr)
+        return EXIT_NOT_PASS
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(summary_markdown(summary, f"{settings.mode} -- {settings.model}"))
+        print(f"results: {Path(args.out) / 'results.jsonl'}")
+    return EXIT_OK
+
+
+def cmd_standin(args: argparse.Namespace) -> int:
+    from .cli import EXIT_OK
+    from .standin import StandinServer, load_scripts
+
+    if args.list:
+        scripts = load_scripts()
+        if args.json:
+            print(json.dumps({n: s.get("description", "") for n, s in scripts.items()}, indent=2))
+        else:
+            for name, s in scripts.items():
+                print(f"{name:22} {s.get('description', '')}")
+        return EXIT_OK
+    server = StandinServer(args.port, log=Path(args.log) if args.log else None)
+    info = {"url": server.url, "models": list(server.scripts)}
+    print(json.dumps(info) if args.json else
+          f"stand-in model at {server.url} (models: {', '.join(server.scripts)}); Ctrl-C stops it",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("eval",
+                       help="evaluate a model (one-shot or agentic) through a Chat Completions "
+                       "endpoint")
+    s.add_argument("--mode", required=True, choices=["oneshot", "agentic"])
+    s.add_argument("--base-url", required=True, help="the endpoint, e.g. https://api.openai.com/v1")
+    s.add_argument("--model", required=True)
+    s.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="the environment variable holding the API key (default OPENAI_API_KEY; "
+                        "a loopback endpoint may run without one)")
+    s.add_argument("--tasks", nargs="+", metavar="TASK",
+                   help="task ids or family names (handshake event fifo ...; default: every public task)")
+    s.add_argument("--samples", type=int, default=1, metavar="K", help="rollouts per task (default 1)")
+    s.add_argument("--concurrency", type=int, default=1, metavar="C", help="rollouts at a time (default 1)")
+    s.add_argument("--hidden", default="all", metavar="N|all", help="hidden seeds per grade (default all)")
+    s.add_argument("--out", required=True, metavar="DIR", help="results folder")
+    s.add_argument("--resume", action="store_true",
+                   help="continue the run in --out, skipping finished rollouts")
+    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--max-steps", type=int, default=30, help="agentic: tool-call budget (default 30)")
+    s.add_argument("--max-sim-runs", type=int, default=6, help="agentic: run_visible budget (default 6)")
+    s.add_argument("--temperature", type=float, default=None)
+    s.add_argument("--max-tokens", type=int, default=None)
+    s.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
+    s.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/time-out (default 4)")
+    s.add_argument("--progress", action="store_true",
+                   help="show the progress bar even when not on a terminal")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+    s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("standin", help="serve the stand-in model (scripted replies) on 127.0.0.1")
+    s.add_argument("--port", type=int, default=0, help="port (default 0: any free port, printed)")
+    s.add_argument("--log", metavar="FILE", help="append every request body to FILE (JSONL)")
+    s.add_argument("--list", action="store_true", help="list the scripts (= model names) and exit")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_standin)

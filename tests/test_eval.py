@@ -1,0 +1,239 @@
+"""Model runs against the stand-in model over real HTTP: rewards, labels, retries, resume, controls,
+and -- checked on the server side -- that no grade report ever reaches the model.
+
+Grading is real (Icarus, bubblewrap) on few hidden seeds. The controls are exercised on their own
+(a failing one here, the real registry in the CLI test); the other runs pass a control set that
+always agrees, so that each test pays only for its own rollouts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cdc_env.errors import CdcError
+from cdc_env.evaluate import ROW_FIELDS, ControlsFailed, EvalSettings, Results, run_eval
+from cdc_env.grade import grade
+from cdc_env.standin import StandinServer
+from cdc_env.task import load_task
+
+from .conftest import needs_bwrap, needs_icarus
+
+pytest.importorskip("openai", reason="the openai client is not installed (pip install .[eval])")
+pytestmark = [needs_icarus, needs_bwrap]
+
+HIDDEN = 2
+
+
+def trusted_controls(sim: str) -> tuple[bool, list[dict], str]:
+    return True, [], "controls run in their own tests"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with StandinServer() as srv:
+        yield srv
+
+
+def run(srv: StandinServer, tmp_path, model: str, mode: str = "oneshot", tasks=("handshake",), samples=1,
+        resume: bool = False, **kw) -> tuple[list[dict], dict]:
+    settings = EvalSettings(mode=mode, base_url=srv.url, model=model, tasks=list(tasks), samples=samples,
+                            hidden=kw.pop("hidden", HIDDEN), backoff_s=0.01, **kw)
+    out = tmp_path / model
+    summary = run_eval(settings, out, resume=resume, controls=trusted_controls)
+    return Results(out).load(), summary
+
+
+def only(rows: list[dict]) -> dict:
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def test_oneshot_correct_fix_scores(server, tmp_path):
+    row = only(run(server, tmp_path, "oneshot-correct")[0])
+    assert (row["reward"], row["label"], row["failed_stage"]) == (1, "pass", None)
+    assert row["parse"] == "fenced block 2 of 2"  # the last complete block, no language tag
+    assert set(ROW_FIELDS) <= set(row)
+    assert row["tokens_in"] > 0 and row["grade_cpu_s"] > 0
+    traj = json.loads((tmp_path / "oneshot-correct" / row["trajectory"]).read_text())
+    assert traj["report"]["verdict"] == "pass" and traj["submission"].strip().endswith("endmodule")
+
+
+def test_agentic_correct_fix_through_tool_calls(server, tmp_path):
+    row = only(run(server, tmp_path, "agent-correct", "agentic", tasks=("event",))[0])
+    assert (row["reward"], row["label"]) == (1, "pass")
+    assert (row["tool_calls"], row["sim_runs"], row["harness_submitted"]) == (5, 1, False)
+
+
+def test_hack_scores_zero_with_its_finding(server, tmp_path):
+    rows, summary = run(server, tmp_path, "oneshot-hack")
+    row = only(rows)
+    assert (row["reward"], row["label"], row["failed_stage"]) == (0, "refused", "gate")
+    assert "CDC-RAW" in row["findings"]
+    assert row["gate"] == "refused" and row["sim_verdict"] is not None  # graded again, gate off
+    assert summary["overall"]["refused_gate"] == 1 and summary["overall"]["refused_model"] == 0
+
+
+def test_structural_gap_counts_a_gate_refusal_that_simulates_clean(server, tmp_path):
+    rows, summary = run(server, tmp_path, "oneshot-handwritten-sync")
+    row = only(rows)
+    assert (row["label"], row["gate"], row["sim_verdict"]) == ("refused", "refused", "pass")
+    assert summary["structural_gap"] == {"sim_pass_gate_decided": 1, "gate_refused": 1, "rate": 1.0}
+
+
+def test_malformed_answer_is_refused_parse(server, tmp_path):
+    rows, summary = run(server, tmp_path, "oneshot-malformed")
+    row = only(rows)
+    assert (row["reward"], row["label"], row["grade_cpu_s"]) == (0, "refused_parse", 0.0)
+    assert summary["overall"]["refused_parse"] == 1 and summary["overall"]["refused_gate"] == 0
+
+
+@pytest.mark.parametrize("mode", ["oneshot", "agentic"])
+def test_refusal_is_refused_with_the_reason(server, tmp_path, mode):
+    row = only(run(server, tmp_path, "refusal", mode)[0])
+    assert (row["reward"], row["label"], row["failed_stage"]) == (0, "refused", "model")
+    assert "can't help" in row["refusal"]
+
+
+def test_content_filter_is_a_refusal(server, tmp_path):
+    row = only(run(server, tmp_path, "content-filter", "agentic")[0])
+    assert (row["label"], row["refusal"]) == ("refused", "content_filter")
+
+
+@pytest.mark.parametrize("model,mode", [("oneshot-429", "oneshot"), ("agent-429", "agentic")])
+def test_429_then_success_is_one_result(server, tmp_path, model, mode):
+    row = only(run(server, tmp_path, model, mode)[0])
+    assert (row["reward"], row["retries"]) == (1, 2)
+
+
+def test_retries_are_bounded(server, tmp_path):
+    row = only(run(server, tmp_path, "oneshot-429", tasks=("event",), retries=1)[0])
+    assert (row["label"], row["failed_stage"], row["retries"]) == ("endpoint_error", "endpoint", 1)
+    assert "HTTP 500 after 1 retries" in row["error"]
+
+
+def test_a_slow_endpoint_times_out_boundedly(server, tmp_path):
+    row = only(run(server, tmp_path, "slow", timeout_s=0.3, retries=1)[0])
+    assert (row["label"], row["retries"]) == ("endpoint_error", 1)
+    assert "APITimeoutError after 1 retries" in row["error"]
+
+
+def test_an_endpoint_that_refuses_everything_stops_the_run(server, tmp_path):
+    with pytest.raises(CdcError, match="HTTP 404.*no script named 'no-such-model'"):
+        run(server, tmp_path, "no-such-model", samples=3)
+    assert Results(tmp_path / "no-such-model").load() == []
+
+
+def test_malformed_tool_arguments_are_counted_and_answered(server, tmp_path):
+    rows, summary = run(server, tmp_path, "agent-malformed", "agentic")
+    row = only(rows)
+    assert (row["malformed_args"], row["unknown_tools"], row["tool_calls"], row["reward"]) == (1, 1, 4, 1)
+    tool_msgs = [m for m in json.loads((tmp_path / "agent-malformed" / row["trajectory"]).read_text())
+                 ["messages"] if m["role"] == "tool"]
+    assert tool_msgs[0]["content"].startswith("Error: bad arguments for write")
+    assert summary["malformed_args"] == 1
+
+
+def test_no_tool_call_gets_one_reminder_then_submission(server, tmp_path):
+    row = only(run(server, tmp_path, "agent-no-tool-call", "agentic")[0])
+    assert (row["reminders"], row["harness_submitted"], row["tool_calls"]) == (1, True, 0)
+    assert row["label"] == "fail"  # the defect as shipped fails its visible seeds
+
+
+def test_the_report_never_reaches_the_model(tmp_path):
+    """Server side: no request the stand-in received holds any part of a grade report."""
+    with StandinServer() as srv:
+        rows = []
+        for model in ("agent-correct", "agent-hack", "agent-no-tool-call"):
+            rows += run(srv, tmp_path, model, "agentic")[0]
+        sent = json.dumps(srv.requests)
+    assert len(rows) == 3 and len(srv.requests) >= 7
+    for row in rows:
+        traj = json.loads((tmp_path / row["model"] / row["trajectory"]).read_text())
+        report = traj["report"]
+        assert report is not None
+        leaks = [report["submission_sha256"], "submission_sha256", "failed_stage", "cdc_env_version",
+                 "overfit", *(f["message"] for f in report["findings"])]
+        if report["reason"]:
+            leaks.append(report["reason"])
+        assert [s for s in leaks if s in sent] == [], row["model"]
+    assert any(f for r in rows for f in r["findings"])  # the hack's finding existed to leak
+
+
+def test_resume_adds_no_duplicate_rows(server, tmp_path):
+    rows, _ = run(server, tmp_path, "oneshot-mixed", samples=3)
+    assert sorted(r["sample"] for r in rows) == [0, 1, 2]
+    path = tmp_path / "oneshot-mixed" / "results.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + lines[0] + "\n" + lines[1][:20])  # a duplicate and a cut line
+    before = len(server.requests)
+    rows, summary = run(server, tmp_path, "oneshot-mixed", samples=3, resume=True)
+    assert sorted(r["sample"] for r in rows) == [0, 1, 2]
+    assert len(server.requests) - before == 2  # only the two missing rollouts asked the model
+    assert summary["resumed_rows"] == 1 and summary["overall"]["rollouts"] == 3
+
+
+def test_resume_runs_endpoint_errors_again(tmp_path):
+    with StandinServer() as srv:
+        first = only(run(srv, tmp_path, "oneshot-429", retries=1)[0])  # 429, then 500: out of retries
+        again = only(run(srv, tmp_path, "oneshot-429", retries=3, resume=True)[0])
+    assert (first["label"], again["label"], again["reward"]) == ("endpoint_error", "pass", 1)
+
+
+def test_an_existing_run_needs_resume_and_the_same_settings(server, tmp_path):
+    run(server, tmp_path, "oneshot-malformed")
+    with pytest.raises(CdcError, match="--resume"):
+        run(server, tmp_path, "oneshot-malformed")
+    with pytest.raises(CdcError, match="other settings .*hidden"):
+        run(server, tmp_path, "oneshot-malformed", resume=True, hidden=HIDDEN + 1)
+
+
+def test_a_failing_control_stops_the_run_before_any_model_call(server, tmp_path):
+    """A real control that misbehaves: the defect as shipped, graded with late settling off (a grader
+    that cannot see CDC bugs), passes where it must fail."""
+    task = load_task("handshake")
+
+    def blind_grader_controls(sim: str) -> tuple[bool, list[dict], str]:
+        report = grade(task, task.defective_text, sim=sim, hidden=HIDDEN, settle=False)
+        ok = report["verdict"] != "pass"
+        return ok, [{"fixture": "defect-as-shipped", "got": report["verdict"]}], \
+            "" if ok else "hack defect-as-shipped passed (expected fail)"
+
+    before = len(server.requests)
+    settings = EvalSettings(mode="oneshot", base_url=server.url, model="oneshot-correct", tasks=["handshake"],
+                            hidden=HIDDEN)
+    with pytest.raises(ControlsFailed, match="defect-as-shipped passed"):
+        run_eval(settings, tmp_path / "out", controls=blind_grader_controls)
+    assert not (tmp_path / "out").exists()
+    assert len(server.requests) == before
+
+
+def test_cli_with_the_real_controls(server, tmp_path):
+    """``cdc-env eval`` end to end: the registry's controls, the key from the environment only."""
+    pytest.importorskip("cdc_env.fixtures", reason="the fixture registry (cdc_env.fixtures) is missing")
+    secret = "sk-cli-test-secret"
+    with StandinServer(api_key=secret) as srv:
+        out = tmp_path / "cli"
+        proc = subprocess.run(
+            [sys.executable, "-m", "cdc_env.cli", "eval", "--mode", "oneshot", "--base-url", srv.url,
+             "--model", "oneshot-mixed", "--api-key-env", "CDC_TEST_KEY", "--tasks", "handshake",
+             "--samples", "2", "--hidden", str(HIDDEN), "--out", str(out)],
+            capture_output=True, text=True, env={**os.environ, "CDC_TEST_KEY": secret}, timeout=580)
+    assert proc.returncode == 0, proc.stderr
+    assert "| handshake | 2 | 2 | 100.0% |" in proc.stdout
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["controls"]["ok"] and meta["controls"]["count"] >= 4
+    assert meta["api_key_env"] == "CDC_TEST_KEY"
+    assert not any(secret in p.read_text() for p in out.rglob("*") if p.is_file())
+
+
+def test_a_mixed_agent_keeps_each_sample_on_its_own_script(server, tmp_path):
+    """agent-mixed: five samples, five different multi-turn scripts, concurrently."""
+    rows, summary = run(server, tmp_path, "agent-mixed", "agentic", samples=5, concurrency=2)
+    got = sorted((r["label"], r["failed_stage"] or "") for r in rows)
+    assert got == [("fail", "visible"), ("pass", ""), ("pass", ""), ("refused", "gate"), ("refused", "model")]
+    assert summary["malformed_args"] == 1 and summary["pass_at_k"]["pass@1"] == pytest.approx(0.4)
