@@ -26,7 +26,7 @@ from .seeds import SeedPlan
 from .task import Task
 
 BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20)
-SEED_LIMITS = Limits(wall_s=40.0, cpu_s=20, mem_bytes=1 << 30, out_bytes=1 << 20)
+SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20)  # a seed needs ~0.1 CPU-s
 _VERDICT = re.compile(
     r"^CDCV (?P<nonce>[0-9a-f]{16}) (?P<v>PASS|FAIL) checks=(?P<checks>\d+) hash=(?P<hash>[0-9a-f]{16})"
     r" t=(?P<t>\d+) msg=(?P<msg>.*)$")
