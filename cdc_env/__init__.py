@@ -1,6 +1,8 @@
 """cdc_env: an environment in which a language model repairs clock-domain-crossing bugs.
 
-Public API: ``load_task``, ``list_tasks``, ``grade`` (the verdict), ``CdcError``.
+Public API: ``load_task``, ``list_tasks``, ``grade`` (the verdict), ``CdcRepairEnv`` (the agentic
+environment), ``CdcError``. ``grade`` and ``CdcRepairEnv`` load on first use, so that importing
+the package stays cheap.
 """
 
 __version__ = "0.1.0"
@@ -9,10 +11,16 @@ from .errors import CdcError  # noqa: E402
 from .task import list_tasks, load_task  # noqa: E402
 
 
-def grade(*args, **kwargs):  # noqa: ANN002, ANN003 -- thin re-export, see grade.grade
-    from .grade import grade as _grade
+def __getattr__(name: str):  # PEP 562: lazy public names
+    if name == "grade":
+        from .grade import grade
 
-    return _grade(*args, **kwargs)
+        return grade
+    if name == "CdcRepairEnv":
+        from .env import CdcRepairEnv
+
+        return CdcRepairEnv
+    raise AttributeError(f"module 'cdc_env' has no attribute {name!r}")
 
 
-__all__ = ["CdcError", "__version__", "grade", "list_tasks", "load_task"]
+__all__ = ["CdcError", "CdcRepairEnv", "__version__", "grade", "list_tasks", "load_task"]
