@@ -1,21 +1,18 @@
 """cdc_env: an environment in which a language model repairs clock-domain-crossing bugs.
 
 Public API: ``load_task``, ``list_tasks``, ``grade`` (the verdict), ``CdcRepairEnv`` (the agentic
-environment), ``CdcError``. ``grade`` and ``CdcRepairEnv`` load on first use, so that importing
-the package stays cheap.
+environment), ``CdcError``. ``CdcRepairEnv`` loads on first use. (``cdc_env.grade`` is the
+function; the module of the same name is ``sys.modules["cdc_env.grade"]``.)
 """
 
 __version__ = "0.1.0"
 
 from .errors import CdcError  # noqa: E402
+from .grade import grade  # noqa: E402  -- rebinds the name from the submodule to the function
 from .task import list_tasks, load_task  # noqa: E402
 
 
 def __getattr__(name: str):  # PEP 562: lazy public names
-    if name == "grade":
-        from .grade import grade
-
-        return grade
     if name == "CdcRepairEnv":
         from .env import CdcRepairEnv
 
