@@ -68,6 +68,7 @@ class SeedPlan:
     stim_key: int
     settle_key: int
     stimulus: dict[str, int]
+    gray_check: bool = False  # hidden seeds: +cdc_gray_check=1 (runners/tb/cdc_tb.vh, FIFO family)
 
     def plusargs(self, *, settle: bool, nonce: int) -> list[str]:
         args = [
@@ -82,6 +83,8 @@ class SeedPlan:
             f"+cdc_settle_key={self.settle_key}",
         ]
         args += [f"+{k}={v}" for k, v in sorted(self.stimulus.items())]
+        if self.gray_check:
+            args.append("+cdc_gray_check=1")
         return args
 
 
@@ -94,8 +97,21 @@ def _ratio(cfg, rng: Prng) -> float:
     return math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * rng.unit())
 
 
-def plan_seed(task: Task, seed: int) -> SeedPlan:
-    """Everything a run needs, from the task and one integer."""
+HIDDEN_BASE = 1000  # every hidden seed is >= HIDDEN_BASE; visible seeds are chosen below it
+
+
+def is_hidden(task: Task, seed: int) -> bool:
+    """A seed that runs the hidden-seed checks: at or above HIDDEN_BASE and not a visible seed."""
+    return seed >= HIDDEN_BASE and seed not in task.seeds.visible
+
+
+def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> SeedPlan:
+    """Everything a run needs, from the task and one integer.
+
+    hidden_checks: run the checks reserved for hidden seeds (the FIFO family's Gray check,
+    ``+cdc_gray_check=1``); by default on exactly for hidden seeds (``is_hidden``), so every
+    path that plans a hidden seed -- one by one, batched, parity runs -- gets them alike.
+    """
     cfg = task.seeds
     rng = Prng("cdc-seed-v1", task.id, seed)
     ratio = _ratio(cfg, rng)
@@ -122,6 +138,7 @@ def plan_seed(task: Task, seed: int) -> SeedPlan:
         stim_key=stim_key,
         settle_key=settle_key,
         stimulus=stimulus,
+        gray_check=is_hidden(task, seed) if hidden_checks is None else hidden_checks,
     )
 
 
@@ -136,7 +153,7 @@ def hidden_seeds(task: Task, count: int | None = None) -> list[int]:
     seen = set(task.seeds.visible)
     out: list[int] = []
     while len(out) < task.seeds.hidden_count:
-        s = 1000 + rng.below(1 << 30)
+        s = HIDDEN_BASE + rng.below(1 << 30)
         if s not in seen:
             seen.add(s)
             out.append(s)

@@ -29,6 +29,15 @@
 //   +cdc_settle=0|1        late settling off (demo: fixed 2-cycle latency) or on (default 1)
 //   +cdc_settle_key=<u32>  the seed's settling key
 //
+// Gray check hook (used by the FIFO family's testbenches; absent unless the testbench defines
+// the macro CDC_SYNC_MONITOR before this file is compiled): every change of d_i reports the
+// number of bits that changed for the first time in the current time step to
+// `CDC_SYNC_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). No two clock edges coincide, so the
+// sum over all instances in one time step is what one source clock edge changed across every
+// crossing; the testbench fails the seed when it exceeds one. Instances report themselves, so
+// the check follows the primitives whatever the signals are called. The hook reads d_i only and
+// never touches the synchronizer state: q_o is the same with and without it.
+//
 // No $random/$urandom: their streams differ between simulators.
 `timescale 1ps / 1ps
 
@@ -53,6 +62,9 @@ module cdc_sync_bus #(
   reg [31:0]      edge_h, bit_h;
   reg [8*256-1:0] name;
   integer         i, c, skip;
+`ifdef CDC_SYNC_MONITOR
+  integer         gray_n, gray_i;   // Gray check hook: bits newly changed in this time step
+`endif
 
   function [31:0] mix32(input [31:0] x);
     reg [31:0] y;
@@ -92,6 +104,13 @@ module cdc_sync_bus #(
   // accumulate (a bus assembled from several registers updates in several delta cycles).
   always @(d_i) begin
     if ($time != upd_time) upd_mask = {WIDTH{1'b0}};
+`ifdef CDC_SYNC_MONITOR
+    // Gray check hook (see the header): report the bits newly changed in this time step.
+    gray_n = 0;
+    for (gray_i = 0; gray_i < WIDTH; gray_i = gray_i + 1)
+      if (((d_i[gray_i] ^ last_d[gray_i]) & ~upd_mask[gray_i]) === 1'b1) gray_n = gray_n + 1;
+    `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+`endif
     upd_mask = upd_mask | (d_i ^ last_d);
     last_d = d_i;
     upd_time = $time;

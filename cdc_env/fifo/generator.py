@@ -1,0 +1,654 @@
+"""Generator of asynchronous-FIFO task variants: one ``FifoParams`` in, one task folder out.
+
+The design is the classic Gray-pointer asynchronous FIFO (Cummings, SNUG 2002): write domain
+``a``, read domain ``b``, binary and Gray pointers one bit wider than the address, each pointer
+crossing through a ``cdc_sync_bus`` (or per-bit ``cdc_sync_bit``), full from the synchronized read
+pointer, the read side's fill count from the synchronized write pointer. The storage is a memory
+written in the write domain and read in the read domain (declared in the manifest as
+``cross_memories``). The read side commits to a burst of ``burst`` words (any length, not only a
+power of two) once its synchronized fill count reaches ``burst``, and then reads one word per
+cycle until the burst is done.
+
+The defect (``shape``) is one way of crossing a pointer that is not Gray coded:
+
+  bus_binary    the binary write count through ``cdc_sync_bus``
+  bit_binary    the binary write count through one ``cdc_sync_bit`` per bit
+  dst_gray      the binary write count through ``cdc_sync_bus``, Gray conversion after it
+  rd_binary     (extra shape) the binary read count crossing into the write domain
+  early_publish (extra shape) the write pointer advances one write cycle before the word is
+                stored (a pipelined memory write)
+  reset_domain  (extra shape) the read side's pointer registers are reset by the write domain's
+                reset (its release is asynchronous to the read clock)
+
+Every output is a pure function of ``FifoParams``: text only, no time, no randomness, so a
+variant regenerates byte for byte. What it does not do: choose parameters (variants.py and
+heldout.py do) or check the gate (taskgate.py does).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import CdcError
+
+SHAPES = ("bus_binary", "bit_binary", "dst_gray")
+EXTRA_SHAPES = ("rd_binary", "early_publish", "reset_domain")
+EXTRAS = ("level", "busy", "wlevel")
+
+# Naming styles: logical name -> name in the generated design. Ports first, then internals.
+STYLES: dict[str, dict[str, str]] = {
+    "lowrisc": dict(
+        wclk="clk_wr_i", wrst="rst_wr_ni", push="wr_valid_i", wdata="wr_data_i", full="wr_full_o",
+        rclk="clk_rd_i", rrst="rst_rd_ni", rvalid="rd_valid_o", rdata="rd_data_o",
+        level="rd_level_o", busy="rd_busy_o", wlevel="wr_level_o",
+        mem="storage_q", wbin="wr_ptr_bin_q", wgray="wr_ptr_gray_q", wsrc="wr_ptr_src",
+        rgray_w="rd_ptr_gray_wclk", rbin_w="rd_ptr_bin_wclk", wfill="wr_fill",
+        rbin="rd_ptr_bin_q", rgray="rd_ptr_gray_q", wsync_q="wr_ptr_sync_rclk",
+        wgray_r="wr_ptr_gray_rclk", wbin_r="wr_ptr_bin_rclk", rfill="rd_fill", left="burst_left_q",
+        u_wsync="u_wr_ptr_sync", u_rsync="u_rd_ptr_sync", pend="wr_pend_q", pdata="wr_pend_data_q",
+        credit="wr_credit_q", wspace="wr_space",
+        b2g="bin2gray", g2b="gray2bin",
+    ),
+    "cummings": dict(
+        wclk="wclk", wrst="wrst_n", push="winc", wdata="wdata", full="wfull",
+        rclk="rclk", rrst="rrst_n", rvalid="rvalid", rdata="rdata",
+        level="rlevel", busy="rbusy", wlevel="wlevel",
+        mem="mem", wbin="wbin", wgray="wptr", wsrc="wptr_src",
+        rgray_w="wq2_rptr", rbin_w="wq2_rbin", wfill="wcount",
+        rbin="rbin", rgray="rptr", wsync_q="rq2_wraw",
+        wgray_r="rq2_wptr", wbin_r="rq2_wbin", rfill="rcount", left="rleft",
+        u_wsync="sync_w2r", u_rsync="sync_r2w", pend="wpend", pdata="wpend_data",
+        credit="wcredit", wspace="wspace",
+        b2g="bin2gray", g2b="gray2bin",
+    ),
+    "prefix": dict(
+        wclk="i_wclk", wrst="i_wrst_n", push="i_push", wdata="i_data", full="o_full",
+        rclk="i_rclk", rrst="i_rrst_n", rvalid="o_valid", rdata="o_data",
+        level="o_level", busy="o_busy", wlevel="o_wlevel",
+        mem="ram", wbin="wr_cnt_r", wgray="wr_code_r", wsrc="wr_cross",
+        rgray_w="rd_code_sync", rbin_w="rd_cnt_sync", wfill="wr_used",
+        rbin="rd_cnt_r", rgray="rd_code_r", wsync_q="wr_raw_sync",
+        wgray_r="wr_code_sync", wbin_r="wr_cnt_sync", rfill="rd_used", left="rd_remain_r",
+        u_wsync="inst_sync_wr", u_rsync="inst_sync_rd", pend="wr_pend_r", pdata="wr_pend_data_r",
+        credit="wr_credit_r", wspace="wr_free",
+        b2g="f_to_gray", g2b="f_from_gray",
+    ),
+    "srcdst": dict(
+        wclk="src_clk", wrst="src_rst_n", push="src_push", wdata="src_data", full="src_full",
+        rclk="dst_clk", rrst="dst_rst_n", rvalid="dst_valid", rdata="dst_data",
+        level="dst_level", busy="dst_busy", wlevel="src_level",
+        mem="buffer", wbin="src_head", wgray="src_head_gray", wsrc="src_head_x",
+        rgray_w="src_tail_gray_s", rbin_w="src_tail_s", wfill="src_used",
+        rbin="dst_tail", rgray="dst_tail_gray", wsync_q="dst_head_raw_s",
+        wgray_r="dst_head_gray_s", wbin_r="dst_head_s", rfill="dst_avail", left="dst_todo",
+        u_wsync="u_head_sync", u_rsync="u_tail_sync", pend="src_pend", pdata="src_pend_data",
+        credit="src_credit", wspace="src_free",
+        b2g="to_gray", g2b="from_gray",
+    ),
+    # Reserved for held-out variants (never used by a committed training variant).
+    "camel": dict(
+        wclk="wrClk", wrst="wrRstN", push="wrPush", wdata="wrData", full="wrFull",
+        rclk="rdClk", rrst="rdRstN", rvalid="rdValid", rdata="rdData",
+        level="rdLevel", busy="rdBusy", wlevel="wrLevel",
+        mem="dataMem", wbin="wrCount", wgray="wrCode", wsrc="wrCross",
+        rgray_w="rdCodeW", rbin_w="rdCountW", wfill="wrUsed",
+        rbin="rdCount", rgray="rdCode", wsync_q="wrRawR",
+        wgray_r="wrCodeR", wbin_r="wrCountR", rfill="rdAvail", left="rdLeft",
+        u_wsync="syncWrPtr", u_rsync="syncRdPtr", pend="wrPend", pdata="wrPendData",
+        credit="wrCredit", wspace="wrSpace",
+        b2g="binToGray", g2b="grayToBin",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FifoParams:
+    """Everything a variant is made of. ``generate()`` is a pure function of this."""
+
+    id: str
+    module: str
+    style: str
+    width: int  # data width, 4..32
+    aw: int  # address width: depth = 2**aw
+    burst: int  # burst length, 2 .. depth-1
+    shape: str
+    extras: tuple[str, ...] = ()
+    run_slow_cycles: int = 300
+    wr_pct: tuple[int, int] = (30, 90)  # per-seed push probability range, percent
+    visible: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    band: tuple[int, int] = (98, 138)
+    wr_block: int = 0  # >0: the writer reserves space in blocks of this many words (see below)
+    fast: str = "either"  # which side is the fast clock on the seeds: "a" (writer), "b" or "either"
+    heldout: bool = False
+
+    @property
+    def depth(self) -> int:
+        return 1 << self.aw
+
+    def check(self) -> None:
+        if self.style not in STYLES:
+            raise CdcError(f"unknown naming style '{self.style}' (choose {', '.join(STYLES)})")
+        if self.shape not in SHAPES + EXTRA_SHAPES:
+            raise CdcError(f"unknown defect shape '{self.shape}' (choose {', '.join(SHAPES + EXTRA_SHAPES)})")
+        if not 4 <= self.width <= 32:
+            raise CdcError("data width must be 4..32")
+        if not 2 <= self.aw <= 6:
+            raise CdcError("address width must be 2..6 (depth 4..64)")
+        if not 2 <= self.burst < self.depth:
+            raise CdcError(f"burst must be 2..{self.depth - 1} for depth {self.depth}")
+        if not self.module.isidentifier() or self.module.startswith(("fifo_tb", "cdc_sync")):
+            raise CdcError(f"bad module name '{self.module}'")
+        if self.fast not in ("a", "b", "either"):
+            raise CdcError("fast must be a, b or either")
+        if not 0 <= self.wr_block < self.depth:
+            raise CdcError(f"wr_block must be 0..{self.depth - 1}")
+        bad = [e for e in self.extras if e not in EXTRAS]
+        if bad:
+            raise CdcError(f"unknown extra outputs {bad} (choose {', '.join(EXTRAS)})")
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        return json.dumps(d, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FifoParams:
+        d = dict(d)
+        for k in ("extras", "wr_pct", "visible", "band"):
+            if k in d:
+                d[k] = tuple(d[k])
+        return cls(**d)
+
+
+# ----------------------------------------------------------------------------------------------
+# The design
+
+
+def _header(p: FifoParams, kind: str) -> str:
+    n = STYLES[p.style]
+    what = {
+        "defect": "",
+        "reference": "\n// Fix: the write pointer now crosses Gray coded (one bit changes per write),\n"
+                     "// registered in the write domain, and is converted back to binary after the\n"
+                     "// synchronizer.",
+        "clean": "",
+    }[kind]
+    if kind == "reference" and p.shape == "rd_binary":
+        what = ("\n// Fix: the read pointer now crosses Gray coded (one bit changes per read),\n"
+                "// registered in the read domain, and is converted back to binary after the\n"
+                "// synchronizer.")
+    if kind == "reference" and p.shape == "early_publish":
+        what = "\n// Fix: the write pointer advances in the same cycle as the word is stored."
+    if kind == "reference" and p.shape == "reset_domain":
+        what = "\n// Fix: every read-domain register is reset by the read domain's own reset."
+    return f"""// {p.module} -- asynchronous FIFO, {p.depth} words of {p.width} bits, with a burst reader.
+// Write side ({n['wclk']}): a word is stored on every {n['wclk']} edge with {n['push']} high and
+// {n['full']} low. Read side ({n['rclk']}): once the read side sees at least {p.burst} words, it
+// commits to a burst and reads {p.burst} words on consecutive {n['rclk']} cycles, each with
+// {n['rvalid']} high and the word on {n['rdata']}.
+// Pointers are one bit wider than the address; the fill count is the difference of the
+// write and read pointers.{what}
+"""
+
+
+def _ports(p: FifoParams) -> str:
+    n = STYLES[p.style]
+    aw, w = p.aw, p.width
+    lines = [
+        f"  input  wire          {n['wclk']},",
+        f"  input  wire          {n['wrst']},",
+        f"  input  wire          {n['push']},",
+        f"  input  wire [{w - 1}:0]   {n['wdata']},",
+        f"  output wire          {n['full']},",
+        f"  input  wire          {n['rclk']},",
+        f"  input  wire          {n['rrst']},",
+        f"  output reg           {n['rvalid']},",
+        f"  output reg  [{w - 1}:0]   {n['rdata']}",
+    ]
+    if "level" in p.extras:
+        lines.append(f"  output wire [{aw}:0]   {n['level']}")
+    if "busy" in p.extras:
+        lines.append(f"  output wire          {n['busy']}")
+    if "wlevel" in p.extras:
+        lines.append(f"  output wire [{aw}:0]   {n['wlevel']}")
+    for i in range(len(lines) - 1):
+        if not lines[i].endswith(","):
+            lines[i] += ","
+    return "\n".join(lines)
+
+
+def _gray_functions(p: FifoParams) -> str:
+    n = STYLES[p.style]
+    aw = p.aw
+    return f"""  function [{aw}:0] {n['b2g']}(input [{aw}:0] b);
+    {n['b2g']} = b ^ (b >> 1);
+  endfunction
+
+  function [{aw}:0] {n['g2b']}(input [{aw}:0] g);
+    integer k;
+    begin
+      {n['g2b']}[{aw}] = g[{aw}];
+      for (k = {aw - 1}; k >= 0; k = k - 1) {n['g2b']}[k] = {n['g2b']}[k + 1] ^ g[k];
+    end
+  endfunction
+"""
+
+
+def _write_crossing(p: FifoParams, kind: str) -> tuple[str, str, str]:
+    """(write-domain Gray register needed?, crossing text, read-side decode text)."""
+    n = STYLES[p.style]
+    aw = p.aw
+    gray_src = kind != "defect" or p.shape not in SHAPES
+    # Only the defect crosses bit by bit: under the late-settling model (as in hardware) one
+    # cdc_sync_bit per bit does not keep the bits of a pointer aligned -- a bit that changed a
+    # few source edges ago may still settle late -- so the fix uses the bus synchronizer.
+    per_bit = p.shape == "bit_binary" and kind == "defect"
+    src = n["wgray"] if gray_src else n["wbin"]
+    if per_bit:
+        cross = f"""  genvar gi;
+  generate
+    for (gi = 0; gi <= {aw}; gi = gi + 1) begin : g_wr_ptr_sync
+      cdc_sync_bit {n['u_wsync']} (.clk_i({n['rclk']}), .rst_ni({n['rrst']}),
+                                   .d_i({src}[gi]), .q_o({n['wsync_q']}[gi]));
+    end
+  endgenerate
+"""
+    else:
+        cross = (f"  cdc_sync_bus #(.WIDTH({aw + 1})) {n['u_wsync']} (\n"
+                 f"    .clk_i({n['rclk']}), .rst_ni({n['rrst']}), .d_i({src}), .q_o({n['wsync_q']}));\n")
+    if gray_src:
+        decode = f"""  wire [{aw}:0] {n['wgray_r']} = {n['wsync_q']};
+  wire [{aw}:0] {n['wbin_r']} = {n['g2b']}({n['wgray_r']});
+"""
+    elif p.shape == "dst_gray":
+        decode = f"""  // Gray code the synchronized pointer, then decode it again.
+  wire [{aw}:0] {n['wgray_r']} = {n['b2g']}({n['wsync_q']});
+  wire [{aw}:0] {n['wbin_r']} = {n['g2b']}({n['wgray_r']});
+"""
+    else:
+        decode = f"  wire [{aw}:0] {n['wbin_r']} = {n['wsync_q']};\n"
+    return ("gray" if gray_src else "bin"), cross, decode
+
+
+def design_text(p: FifoParams, kind: str) -> str:
+    """The design: ``kind`` is "defect" (the editable file), "reference" (the fix) or "clean"."""
+    p.check()
+    n = STYLES[p.style]
+    aw, w, depth, burst = p.aw, p.width, p.depth, p.burst
+    bw = max(1, burst.bit_length())
+    defect = kind == "defect"
+    wsrc, w_cross, w_decode = _write_crossing(p, kind)
+    rd_binary = defect and p.shape == "rd_binary"
+    early = defect and p.shape == "early_publish"
+    rrst_for_regs = n["wrst"] if defect and p.shape == "reset_domain" else n["rrst"]
+    wgray_decl = f"  reg  [{aw}:0] {n['wgray']};   // write pointer, Gray coded: crosses to the read side\n" \
+        if wsrc == "gray" else ""
+    wgray_reset = f"      {n['wgray']} <= 0;\n" if wsrc == "gray" else ""
+    wgray_next = f"      {n['wgray']} <= {n['b2g']}({n['wbin']} + 1'b1);\n" if wsrc == "gray" else ""
+    # Read pointer crossing (Gray unless the defect is the binary read pointer).
+    rsrc = n["rbin"] if rd_binary else n["rgray"]
+    rgray_decl = "" if rd_binary else \
+        f"  reg  [{aw}:0] {n['rgray']};   // read pointer, Gray coded: crosses to the write side\n"
+    rgray_reset = "" if rd_binary else f"      {n['rgray']} <= 0;\n"
+    rgray_next = "" if rd_binary else f"        {n['rgray']} <= {n['b2g']}({n['rbin']} + 1'b1);\n"
+    r_decode = (f"  wire [{aw}:0] {n['rbin_w']} = {n['rgray_w']};\n" if rd_binary
+                else f"  wire [{aw}:0] {n['rbin_w']} = {n['g2b']}({n['rgray_w']});\n")
+    if early:
+        mem_write = f"""  // The word is stored one cycle after it is accepted (a registered memory write).
+  reg          {n['pend']};
+  reg  [{w - 1}:0] {n['pdata']};
+  reg  [{aw - 1}:0] {n['pend']}_addr;
+  always @(posedge {n['wclk']} or negedge {n['wrst']}) begin
+    if (!{n['wrst']}) begin
+      {n['pend']} <= 1'b0;
+      {n['pdata']} <= 0;
+      {n['pend']}_addr <= 0;
+    end else begin
+      {n['pend']} <= {n['push']} && !{n['full']};
+      {n['pdata']} <= {n['wdata']};
+      {n['pend']}_addr <= {n['wbin']}[{aw - 1}:0];
+    end
+  end
+
+  always @(posedge {n['wclk']})
+    if ({n['pend']}) {n['mem']}[{n['pend']}_addr] <= {n['pdata']};
+"""
+    else:
+        mem_write = f"""  always @(posedge {n['wclk']})
+    if ({n['push']} && !{n['full']}) {n['mem']}[{n['wbin']}[{aw - 1}:0]] <= {n['wdata']};
+"""
+    if p.wr_block:
+        wb, cw = p.wr_block, max(1, p.wr_block.bit_length())
+        full_logic = f"""  // The writer reserves space in blocks of {wb} words: once at least {wb} words are
+  // free it takes the next {wb} words without looking at the read pointer again.
+  reg  [{cw - 1}:0] {n['credit']};   // words left in the reserved block
+  wire [{aw}:0] {n['wspace']} = DEPTH - {n['wfill']};
+  assign {n['full']} = ({n['credit']} == 0) && ({n['wspace']} < {wb});
+"""
+        credit_reset = f"      {n['credit']} <= 0;\n"
+        credit_next = (f"      {n['credit']} <= (({n['credit']} != 0) ? {n['credit']}"
+                       f" : {cw}'d{wb}) - 1'b1;\n")
+    else:
+        full_logic = f"  assign {n['full']} = ({n['wfill']} == DEPTH);\n"
+        credit_reset = credit_next = ""
+    extras = ""
+    if "level" in p.extras:
+        extras += f"  assign {n['level']} = {n['rfill']};\n"
+    if "busy" in p.extras:
+        extras += f"  assign {n['busy']} = ({n['left']} != 0);\n"
+    if "wlevel" in p.extras:
+        extras += f"  assign {n['wlevel']} = {n['wfill']};\n"
+    wsync_decl = f"  wire [{aw}:0] {n['wsync_q']};   // write pointer, synchronized into the read domain\n"
+    return f"""{_header(p, kind)}module {p.module} (
+{_ports(p)}
+);
+  localparam integer DEPTH = {depth};
+  localparam integer BURST = {burst};
+
+  reg  [{w - 1}:0] {n['mem']} [0:DEPTH-1];   // written by {n['wclk']}, read by {n['rclk']}
+
+{_gray_functions(p)}
+  // ---------------- write domain ({n['wclk']}) ----------------
+  reg  [{aw}:0] {n['wbin']};   // write pointer, binary
+{wgray_decl}  wire [{aw}:0] {n['rgray_w']};   // read pointer, synchronized into the write domain
+{r_decode}  wire [{aw}:0] {n['wfill']} = {n['wbin']} - {n['rbin_w']};
+{full_logic}
+  always @(posedge {n['wclk']} or negedge {n['wrst']}) begin
+    if (!{n['wrst']}) begin
+      {n['wbin']} <= 0;
+{wgray_reset}{credit_reset}    end else if ({n['push']} && !{n['full']}) begin
+      {n['wbin']} <= {n['wbin']} + 1'b1;
+{wgray_next}{credit_next}    end
+  end
+
+{mem_write}
+  // ---------------- read domain ({n['rclk']}) ----------------
+  reg  [{aw}:0] {n['rbin']};   // read pointer, binary
+{rgray_decl}  reg  [{bw - 1}:0] {n['left']};   // words left in the current burst
+{wsync_decl}{w_decode}  wire [{aw}:0] {n['rfill']} = {n['wbin_r']} - {n['rbin']};
+  wire        rd_take = ({n['left']} != 0) || ({n['rfill']} >= BURST);
+
+  always @(posedge {n['rclk']} or negedge {rrst_for_regs}) begin
+    if (!{rrst_for_regs}) begin
+      {n['rbin']} <= 0;
+{rgray_reset}      {n['left']} <= 0;
+      {n['rvalid']} <= 1'b0;
+      {n['rdata']} <= 0;
+    end else begin
+      {n['rvalid']} <= rd_take;
+      if (rd_take) begin
+        {n['rdata']} <= {n['mem']}[{n['rbin']}[{aw - 1}:0]];
+        {n['rbin']} <= {n['rbin']} + 1'b1;
+{rgray_next}        {n['left']} <= (({n['left']} != 0) ? {n['left']} : {bw}'d{burst}) - 1'b1;
+      end
+    end
+  end
+{extras}
+  // ---------------- crossings ----------------
+{w_cross}  cdc_sync_bus #(.WIDTH({aw + 1})) {n['u_rsync']} (
+    .clk_i({n['wclk']}), .rst_ni({n['wrst']}), .d_i({rsrc}), .q_o({n['rgray_w']}));
+endmodule
+"""
+
+
+# ----------------------------------------------------------------------------------------------
+# The testbench
+
+
+def testbench_text(p: FifoParams) -> str:
+    n = STYLES[p.style]
+    aw, w = p.aw, p.width
+    conns = [f".{n['wclk']}(clk_a)", f".{n['wrst']}(rst_an)", f".{n['push']}(push)",
+             f".{n['wdata']}(wdata)", f".{n['full']}(full)", f".{n['rclk']}(clk_b)",
+             f".{n['rrst']}(rst_bn)", f".{n['rvalid']}(rvalid)", f".{n['rdata']}(rdata)"]
+    conns += [f".{n[e]}({e})" for e in EXTRAS if e in p.extras]
+    conn_text = ",\n    ".join(conns)
+    return f"""// Testbench of FIFO variant {p.id} (hidden from the agent); cdc_env.fifo.generator wrote it.
+// Stimulus: once both resets are released, the writer offers a word on each clk_a cycle with
+// probability wr_pct percent (a plusarg); the words are a keyed hash of their index.
+// Invariant checked (the bug report's): every word read equals the word written, in order, none
+// lost, none duplicated, never read before it was written (the FIFO was empty); reads come in
+// bursts of {p.burst}; words waiting must be read within wd_slow slow-clock periods (a hang);
+// at least min_reads words move. With +cdc_gray_check=1 (hidden seeds) the crossings may change
+// at most one bit per source clock edge in total (cdc_tb.vh).
+`timescale 1ps / 1ps
+`define CDC_SYNC_MONITOR fifo_tb
+module fifo_tb;
+`include "cdc_tb.vh"
+  localparam integer DEPTH = {p.depth};
+  localparam integer BURST = {p.burst};
+  reg          push = 1'b0;
+  reg  [{w - 1}:0] wdata = 0;
+  wire         full, rvalid;
+  wire [{w - 1}:0] rdata;
+  wire [{aw}:0]  level, wlevel;
+  wire         busy;
+  reg  [31:0]  rng_w, wr_pct, min_reads, wd_slow;
+  reg  [31:0]  written = 32'd0, read_n = 32'd0, in_burst = 32'd0;
+  reg  [63:0]  t_progress = 64'd0;
+  reg          seeded = 1'b0;
+  reg  [8*160-1:0] msg;
+
+  {p.module} dut (
+    {conn_text}
+  );
+{_tie_unused(p)}
+  // The word with index k: a keyed hash, so a stale, lost or repeated word shows.
+  function [{w - 1}:0] word(input [31:0] k);
+    word = xs32(xs32(k ^ stim_key) + k);
+  endfunction
+
+  // Fold an observation into the trace hash; an unknown (X) value folds as a fixed marker, so
+  // the hash stays a number.
+  task fold_known(input [63:0] v);
+    fold((^v === 1'bx) ? 64'hbad0bad0bad0bad0 : v);
+  endtask
+
+  initial begin
+    if (!$value$plusargs("wr_pct=%d", wr_pct)) wr_pct = 32'd60;
+    if (!$value$plusargs("min_reads=%d", min_reads)) min_reads = 32'd{min_reads(p)};
+    if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
+  end
+
+  // Writer (clk_a): count accepted words, offer the next one. Both domains start together: a
+  // register of the other domain is only defined once that domain has seen a clock in reset.
+  always @(posedge clk_a) if (rst_an && rst_bn && !run_over) begin
+    fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
+    if (push && !full) written = written + 32'd1;
+    wdata <= word(written);
+    if (!seeded) rng_w = stim_key ^ 32'h5bd1e995;
+    seeded = 1'b1;
+    rng_w = xs32(rng_w);
+    push <= (rng_w % 100) < wr_pct;
+  end
+
+  // Reader (clk_b), sampled 1 ps after the edge: check every word as it arrives.
+  always @(posedge clk_b) if (rst_an && rst_bn && !run_over) begin
+    #1;
+    // A word is folded only when it was written: storage never written holds X on Icarus and 0
+    // on Verilator, and the trace must be the same on both.
+    fold_known({{24'd2, busy, rvalid, level, (rvalid && read_n < written) ? rdata : {w}'d0}});
+    if (rvalid) begin
+      note_check;
+      if (read_n >= written) begin
+        $sformat(msg, "read word %0d but only %0d were written (read from an empty FIFO)", read_n, written);
+        tb_fail(msg);
+      end
+      if (rdata !== word(read_n)) begin
+        if (^rdata === 1'bx) $sformat(msg, "word %0d: read a word never written", read_n);
+        else $sformat(msg, "word %0d: read %0h, expected %0h", read_n, rdata, word(read_n));
+        tb_fail(msg);
+      end
+      read_n = read_n + 32'd1;
+      in_burst = (in_burst + 32'd1) % BURST;
+      t_progress = $time;
+    end else if (in_burst != 32'd0) begin
+      $sformat(msg, "burst broken after %0d of %0d words", in_burst, BURST);
+      tb_fail(msg);
+    end
+    if (written - read_n < BURST) t_progress = $time;
+    if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
+      $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);
+      tb_fail(msg);
+    end
+  end
+
+  task final_check;
+    begin
+      if (written - read_n > DEPTH) begin
+        $sformat(msg, "end of run: %0d words written, %0d read: more than %0d held", written, read_n, DEPTH);
+        tb_fail(msg);
+      end
+      if (read_n < min_reads) begin
+        $sformat(msg, "only %0d words read (need %0d): no progress", read_n, min_reads);
+        tb_fail(msg);
+      end
+    end
+  endtask
+endmodule
+"""
+
+
+def min_reads(p: FifoParams) -> int:
+    """Words a working design must move in a run: four bursts, but never more than half of what
+    the slowest writer (push probability wr_pct[0], writer the slow side) offers, in whole
+    bursts, and at least one burst."""
+    offered = p.run_slow_cycles * p.wr_pct[0] // 200
+    return min(4 * p.burst, max(p.burst, offered // p.burst * p.burst))
+
+
+def _tie_unused(p: FifoParams) -> str:
+    out = []
+    if "level" not in p.extras:
+        out.append("  assign level = 0;")
+    if "wlevel" not in p.extras:
+        out.append("  assign wlevel = 0;")
+    if "busy" not in p.extras:
+        out.append("  assign busy = 1'b0;")
+    return ("\n".join(out) + "\n") if out else ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Manifest, bug report, folder
+
+_SHAPE_SYMPTOM = {
+    "rd_binary": "now and then a word is overwritten before it was read (the writer runs over the reader)",
+    "early_publish": "now and then the reader gets a word that was never written",
+    "reset_domain": "now and then the reader starts wrong just after reset",
+}
+
+
+def bug_report(p: FifoParams) -> str:
+    n = STYLES[p.style]
+    symptom = _SHAPE_SYMPTOM.get(
+        p.shape, "now and then the reader gets a word that was never written, or reads ahead of the writer")
+    extra_ports = [n[e] for e in EXTRAS if e in p.extras]
+    extra = f" and the status outputs ({', '.join(f'`{x}`' for x in extra_ports)})" if extra_ports else ""
+    block = ""
+    if p.wr_block:
+        block = (f" The writer reserves space in blocks: once at least {p.wr_block} words are free,\n"
+                 f"`{n['full']}` stays low until {p.wr_block} more words have been written.")
+    clocks = {"either": "Either clock may be the faster one",
+              "a": f"The writer's clock `{n['wclk']}` is the faster one",
+              "b": f"The reader's clock `{n['rclk']}` is the faster one"}[p.fast]
+    text = f"""# Bug report: asynchronous FIFO `{p.module}` delivers wrong words
+
+**Design.** `{p.module}` carries {p.width}-bit words from a writer (clock `{n['wclk']}`) to a reader
+(clock `{n['rclk']}`) through {p.depth} words of storage. The writer offers a word with
+`{n['push']}`; it is taken on a `{n['wclk']}` edge where `{n['full']}` is low. Once the read side sees
+at least {p.burst} words stored, it reads a burst of exactly {p.burst} words on consecutive
+`{n['rclk']}` cycles, each marked by `{n['rvalid']}` with the word on `{n['rdata']}`.{block}
+
+**Symptom.** In the lab, {symptom}. It depends on the clock ratio and phase, and not every run
+shows it. Ordinary simulation never shows it.
+
+**Invariant the fix must keep.** Every word read equals the word written, in order: none lost,
+none duplicated, none read before it was written; reads come in bursts of exactly {p.burst};
+words waiting are read within 64 slow-clock cycles. The port list and the meaning of every
+port{extra} stay as they are. Every signal that crosses between the domains goes through a provided
+synchronizer, and all the crossings into one domain together change at most one bit per clock
+edge of the other domain (the grader checks this). {clocks}, by up to 16:1, with any
+phase (equal clocks included).
+
+**What you may change.** Only `{p.module}.v`. Read the synchronizers' timing contract with the
+`contract` tool.
+"""
+    paras = text.split("\n\n")
+    return "\n\n".join(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), 96)
+                       for para in paras).rstrip() + "\n"
+
+
+def manifest_text(p: FifoParams) -> str:
+    n = STYLES[p.style]
+    lo, hi = p.wr_pct
+    return f"""# FIFO variant {p.id}, generated by cdc_env.fifo.generator (do not edit by hand; regenerate).
+# Parameters: {p.to_json()}
+id = "{p.id}"
+family = "fifo"
+title = "Asynchronous FIFO {p.module} delivers wrong words"
+top = "{p.module}"
+editable = "{p.module}.v"
+testbench = "tb.v"
+tb_top = "fifo_tb"
+bug_report = "BUG.md"
+reference = "reference/{p.module}.v"
+clean = "clean/{p.module}.v"
+cross_memories = ["{n['mem']}"]
+heldout = {"true" if p.heldout else "false"}
+
+# Domain a writes, domain b reads.
+[clocks.a]
+clock = "{n['wclk']}"
+reset = "{n['wrst']}"
+[clocks.b]
+clock = "{n['rclk']}"
+reset = "{n['rrst']}"
+
+[seeds]
+fast = "{p.fast}"
+ratio_min = 1.0
+ratio_max = 16.0
+low_band = 0.0
+run_slow_cycles = {p.run_slow_cycles}
+hidden_count = 200
+visible = [{", ".join(str(s) for s in p.visible)}]  # see cdc_env/fifo/variants.py for how they were chosen
+
+[stimulus]
+wr_pct = [{lo}, {hi}]
+
+[gate]
+defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
+"""
+
+
+def generate(p: FifoParams) -> dict[str, str]:
+    """Every file of the task folder, as {relative path: text}."""
+    p.check()
+    ed = f"{p.module}.v"
+    return {
+        "task.toml": manifest_text(p),
+        "tb.v": testbench_text(p),
+        "BUG.md": bug_report(p),
+        ed: design_text(p, "defect"),
+        f"reference/{ed}": design_text(p, "reference"),
+        f"clean/{ed}": design_text(p, "clean"),
+    }
+
+
+def write_task(p: FifoParams, out: Path, *, force: bool = False) -> Path:
+    """Write the task folder for ``p`` into ``out`` (created); refuse to mix with other files."""
+    files = generate(p)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise CdcError(f"{out} exists and is not empty (use --force to overwrite)")
+    if out.exists() and force:
+        stale = {str(f.relative_to(out)) for f in out.rglob("*") if f.is_file()} - set(files)
+        for rel in stale:
+            (out / rel).unlink()
+    for rel, text in files.items():
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    return out

@@ -1,0 +1,86 @@
+// sample_buffer -- asynchronous FIFO, 16 words of 16 bits, with a burst reader.
+// Write side (i_wclk): a word is stored on every i_wclk edge with i_push high and
+// o_full low. Read side (i_rclk): once the read side sees at least 11 words, it
+// commits to a burst and reads 11 words on consecutive i_rclk cycles, each with
+// o_valid high and the word on o_data.
+// Pointers are one bit wider than the address; the fill count is the difference of the
+// write and read pointers.
+module sample_buffer (
+  input  wire          i_wclk,
+  input  wire          i_wrst_n,
+  input  wire          i_push,
+  input  wire [15:0]   i_data,
+  output wire          o_full,
+  input  wire          i_rclk,
+  input  wire          i_rrst_n,
+  output reg           o_valid,
+  output reg  [15:0]   o_data
+);
+  localparam integer DEPTH = 16;
+  localparam integer BURST = 11;
+
+  reg  [15:0] ram [0:DEPTH-1];   // written by i_wclk, read by i_rclk
+
+  function [4:0] f_to_gray(input [4:0] b);
+    f_to_gray = b ^ (b >> 1);
+  endfunction
+
+  function [4:0] f_from_gray(input [4:0] g);
+    integer k;
+    begin
+      f_from_gray[4] = g[4];
+      for (k = 3; k >= 0; k = k - 1) f_from_gray[k] = f_from_gray[k + 1] ^ g[k];
+    end
+  endfunction
+
+  // ---------------- write domain (i_wclk) ----------------
+  reg  [4:0] wr_cnt_r;   // write pointer, binary
+  wire [4:0] rd_code_sync;   // read pointer, synchronized into the write domain
+  wire [4:0] rd_cnt_sync = f_from_gray(rd_code_sync);
+  wire [4:0] wr_used = wr_cnt_r - rd_cnt_sync;
+  assign o_full = (wr_used == DEPTH);
+
+  always @(posedge i_wclk or negedge i_wrst_n) begin
+    if (!i_wrst_n) begin
+      wr_cnt_r <= 0;
+    end else if (i_push && !o_full) begin
+      wr_cnt_r <= wr_cnt_r + 1'b1;
+    end
+  end
+
+  always @(posedge i_wclk)
+    if (i_push && !o_full) ram[wr_cnt_r[3:0]] <= i_data;
+
+  // ---------------- read domain (i_rclk) ----------------
+  reg  [4:0] rd_cnt_r;   // read pointer, binary
+  reg  [4:0] rd_code_r;   // read pointer, Gray coded: crosses to the write side
+  reg  [3:0] rd_remain_r;   // words left in the current burst
+  wire [4:0] wr_raw_sync;   // write pointer, synchronized into the read domain
+  wire [4:0] wr_cnt_sync = wr_raw_sync;
+  wire [4:0] rd_used = wr_cnt_sync - rd_cnt_r;
+  wire        rd_take = (rd_remain_r != 0) || (rd_used >= BURST);
+
+  always @(posedge i_rclk or negedge i_rrst_n) begin
+    if (!i_rrst_n) begin
+      rd_cnt_r <= 0;
+      rd_code_r <= 0;
+      rd_remain_r <= 0;
+      o_valid <= 1'b0;
+      o_data <= 0;
+    end else begin
+      o_valid <= rd_take;
+      if (rd_take) begin
+        o_data <= ram[rd_cnt_r[3:0]];
+        rd_cnt_r <= rd_cnt_r + 1'b1;
+        rd_code_r <= f_to_gray(rd_cnt_r + 1'b1);
+        rd_remain_r <= ((rd_remain_r != 0) ? rd_remain_r : 4'd11) - 1'b1;
+      end
+    end
+  end
+
+  // ---------------- crossings ----------------
+  cdc_sync_bus #(.WIDTH(5)) inst_sync_wr (
+    .clk_i(i_rclk), .rst_ni(i_rrst_n), .d_i(wr_cnt_r), .q_o(wr_raw_sync));
+  cdc_sync_bus #(.WIDTH(5)) inst_sync_rd (
+    .clk_i(i_wclk), .rst_ni(i_wrst_n), .d_i(rd_code_r), .q_o(rd_code_sync));
+endmodule

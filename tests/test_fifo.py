@@ -1,0 +1,157 @@
+"""The FIFO family: the generator is deterministic, the committed variants are exactly what it
+writes, their manifests carry what the gate and the static gate need, and on Icarus the clean
+and reference designs pass while the defect fails only with late settling.
+
+The full 200-seed gate of every variant is not a test (it is ``cdc-env gate-tasks``; its table
+is in the README); here a few seeds per case prove each behaviour."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cdc_env import paths
+from cdc_env.fifo.cli import differs
+from cdc_env.fifo.generator import EXTRAS, SHAPES, STYLES, FifoParams, design_text, generate
+from cdc_env.fifo.heldout import HELDOUT_AW, HELDOUT_MODULES, HELDOUT_WIDTHS
+from cdc_env.fifo.variants import EXTRA, TRAIN_AWS, TRAIN_MODULES, TRAIN_STYLES, TRAIN_WIDTHS, TRAINING
+from cdc_env.seeds import hidden_seeds, plan_seed
+from cdc_env.simulators import Icarus
+from cdc_env.task import load_task
+
+from .conftest import needs_icarus
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cdc_env.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_thirteen_training_variants_cover_every_shape_style_and_extra():
+    assert len(TRAINING) == 13 and len({p.id for p in TRAINING}) == 13
+    assert {p.shape for p in TRAINING} == set(SHAPES)
+    assert {p.style for p in TRAINING} == set(TRAIN_STYLES)
+    assert set().union(*(p.extras for p in TRAINING)) == set(EXTRAS)
+    assert any(p.burst & (p.burst - 1) for p in TRAINING)  # a burst that is not a power of two
+    assert len({p.module for p in TRAINING}) == 13
+    for p in TRAINING:
+        assert p.style in TRAIN_STYLES and p.width in TRAIN_WIDTHS and p.aw in TRAIN_AWS
+        assert p.module in TRAIN_MODULES and not p.heldout
+
+
+def test_heldout_region_is_disjoint_from_training():
+    assert HELDOUT_AW not in TRAIN_AWS
+    assert not set(HELDOUT_WIDTHS) & set(TRAIN_WIDTHS)
+    assert not set(HELDOUT_MODULES) & set(TRAIN_MODULES)
+    assert "camel" in STYLES and "camel" not in TRAIN_STYLES
+
+
+def test_generator_is_deterministic_and_varies_with_its_inputs():
+    p = TRAINING[0]
+    assert generate(p) == generate(dataclasses.replace(p))
+    for change in ({"style": "srcdst"}, {"burst": 7}, {"width": 12}, {"shape": "dst_gray"}, {"extras": ()}):
+        q = dataclasses.replace(p, **change)
+        assert design_text(q, "defect") != design_text(p, "defect"), change
+
+
+@pytest.mark.parametrize("p", TRAINING + EXTRA, ids=lambda p: p.id)
+def test_committed_folder_is_what_the_generator_writes(p):
+    folder = paths.tasks_dir() / p.id
+    if p in EXTRA and not folder.is_dir():
+        pytest.skip(f"{p.id} is not committed")
+    assert differs(p, folder) == []
+
+
+@pytest.mark.parametrize("p", TRAINING, ids=lambda p: p.id)
+def test_manifest(p):
+    t = load_task(p.id)
+    assert t.family == "fifo" and t.editable == f"{p.module}.v" and t.tb_top == "fifo_tb"
+    assert t.cross_memories == (STYLES[p.style]["mem"],)
+    assert (t.seeds.fast, t.seeds.ratio_min, t.seeds.ratio_max) == ("either", 1.0, 16.0)
+    assert len(t.seeds.visible) == 8 and t.seeds.hidden_count == 200
+    assert all(s < 1000 for s in t.seeds.visible)
+    assert "wr_pct" in t.stimulus
+    from cdc_env.taskgate import hidden_band
+
+    assert hidden_band(t) == (98, 138)
+    # Both fast sides occur among the hidden seeds, and ratios reach past 8:1.
+    plans = [plan_seed(t, s) for s in hidden_seeds(t, 60)]
+    assert {pl.fast for pl in plans} == {"a", "b"} and max(pl.ratio for pl in plans) > 8
+
+
+def test_bad_parameters_are_refused():
+    from cdc_env.errors import CdcError
+
+    base = TRAINING[0]
+    for bad in ({"burst": 16}, {"style": "nope"}, {"shape": "nope"}, {"width": 64}, {"module": "fifo_tb"},
+                {"extras": ("nope",)}):
+        with pytest.raises(CdcError):
+            dataclasses.replace(base, **bad).check()
+
+
+def test_cli_list_generate_and_errors(tmp_path):
+    r = _cli("fifo", "list", "--json")
+    assert r.returncode == 0 and len(json.loads(r.stdout)) == len(TRAINING + EXTRA)
+    spec = dataclasses.replace(TRAINING[2], id="fifo_custom", burst=5)
+    r = _cli("fifo", "generate", "--spec", spec.to_json(), "--out", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    assert load_task(tmp_path / "fifo_custom").id == "fifo_custom"
+    assert (tmp_path / "fifo_custom" / "cdc_fifo.v").read_text() == design_text(spec, "defect")
+    r = _cli("fifo", "generate", "no_such_variant", "--out", str(tmp_path))
+    assert r.returncode == 2 and "unknown FIFO variant" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("fifo", "generate", "--spec", "{not json", "--out", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    r = _cli("fifo", "generate", "--check", "--json")
+    assert r.returncode == 0 and all(row["ok"] for row in json.loads(r.stdout))
+
+
+def test_from_dict_round_trip():
+    p = TRAINING[5]
+    assert FifoParams.from_dict(json.loads(p.to_json())) == p
+
+
+# ---------------------------------------------------------------------------- simulation
+
+
+def _run(task, text, seeds, *, settle=True, hidden_checks=None):
+    sim = Icarus()
+    import tempfile
+    from pathlib import Path
+
+    work = Path(tempfile.mkdtemp(prefix="cdc-test-fifo-"))
+    b = sim.build(task, {task.editable: text}, work)
+    assert b.status == "pass", b.log
+    return [sim.run_seed(b, plan_seed(task, s, hidden_checks=hidden_checks), settle=settle) for s in seeds]
+
+
+@needs_icarus
+@pytest.mark.parametrize("vid", ["fifo_01", "fifo_02", "fifo_03"])  # one variant per defect shape
+def test_clean_and_reference_pass_defect_fails_only_with_settling(vid):
+    t = load_task(vid)
+    hid = hidden_seeds(t, 3)
+    for text in (t.clean_text, t.reference_text):
+        res = _run(t, text, hid)  # hidden seeds: Gray check on
+        assert [r.status for r in res] == ["pass"] * 3, [r.reason for r in res]
+        assert all(r.checks > 0 for r in res)
+    vis = list(t.seeds.visible)
+    on = _run(t, t.defective_text, vis, settle=True)
+    fails = [r for r in on if r.status != "pass"]
+    assert len(fails) == 4
+    assert all("written" in r.reason or "expected" in r.reason for r in fails)
+    off = _run(t, t.defective_text, vis, settle=False)
+    assert [r.status for r in off] == ["pass"] * 8
+
+
+@needs_icarus
+def test_a_design_that_moves_no_data_fails():
+    t = load_task("fifo_01")
+    text = t.reference_text.replace("wire        rd_take = (burst_left_q != 0) || (rd_fill >= BURST);",
+                                    "wire        rd_take = 1'b0;")
+    assert text != t.reference_text
+    res = _run(t, text, hidden_seeds(t, 2))
+    assert all(r.status == "fail" for r in res)
+    assert all("hang" in r.reason or "no progress" in r.reason for r in res), [r.reason for r in res]
