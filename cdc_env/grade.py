@@ -27,6 +27,7 @@ from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
 from .proc import Limits, bwrap_path
 from .seeds import hidden_seeds, plan_seed, visible_seeds
 from .simulators import SEED_LIMITS, Build, SeedResult, Simulator, get_simulator
+from .submission import Allowlisted as Allowed
 from .submission import allowlist
 from .task import Task, load_task
 
@@ -42,7 +43,7 @@ def sha256(text: str | bytes) -> str:
 def fingerprints(task: Task, design_text: str | None) -> dict[str, str]:
     fp = {
         "primitives": sha256(paths.primitives_file().read_bytes()),
-        "harness": sha256((paths.tb_include_dir() / "cdc_tb.vh").read_bytes()),
+        "harness": sha256(b"".join(p.read_bytes() for p in paths.tb_includes())),
         "testbench": sha256(task.path(task.testbench).read_bytes()),
     }
     if design_text is not None:
@@ -117,7 +118,7 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
         reason = f"stage of {len(seeds)} seeds (batching needs {BATCH_MIN_SEEDS} or more)"
     else:
         results, reason, cpu, rss = run_stage_batched(sim, build, task, design_text, seeds,  # type: ignore[arg-type]
-                                                      settle=settle, sandbox=sandbox)
+                                                      settle=settle, sandbox=sandbox, limits=limits)
         if results is not None:
             if progress:
                 progress(stage, len(seeds), len(seeds))
@@ -149,7 +150,8 @@ def seed_summary(task: Task, results: list[SeedResult], planned: int) -> dict:
 def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
           hidden: int | str | None = "all", settle: bool = True, gate: bool = True,
           sandbox: bool = True, jobs: int | None = None, progress: Progress | None = None,
-          keep_dir: Path | None = None, batch: bool = True, seed_limits: Limits = SEED_LIMITS) -> dict:
+          keep_dir: Path | None = None, batch: bool = True, seed_limits: Limits = SEED_LIMITS,
+          disable: frozenset[str] | set[str] = frozenset()) -> dict:
     """Grade ``submission`` for ``task``; return the report.
 
     hidden: ``"all"`` (every hidden seed), an int N (the first N), or 0 / None (no hidden stage).
@@ -161,7 +163,16 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         see cost.choose_simulator -- the choice and its reason are in report["simulator"]).
     batch: let Verilator batch stages of 24+ seeds under a parity certificate (see run_stage).
     seed_limits: time, CPU, memory and output bounds of one seed's simulation (one at a time).
+    disable: test-only switches that prove a fixture is caught where it should be (never use
+        them to grade): "allowlist" (take the submission as the file's text, unchecked), "gate",
+        "rule:<ID>" (drop that gate rule's findings), "settle" (late settling off),
+        "stage:visible" / "stage:hidden" (skip that seed stage). Recorded in report["disabled"].
     """
+    disable = frozenset(disable)
+    if "gate" in disable:
+        gate = False
+    if "settle" in disable:
+        settle = False
     t0 = time.monotonic()
     cpu0 = time.process_time()
     task = load_task(task) if isinstance(task, str) else task
@@ -212,7 +223,11 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         return report
 
     # 1. Allowlist
-    allowed = allowlist(task, submission)
+    if "allowlist" in disable:  # test-only: the submission is taken as the file's text, unchecked
+        raw = submission.decode("utf-8", "replace") if isinstance(submission, bytes) else submission
+        allowed = Allowed(True, raw, form="unchecked")
+    else:
+        allowed = allowlist(task, submission)
     if not allowed.ok:
         stages.append(_stage("allowlist", "refused", allowed.reason))
         return finish("refused", "allowlist", allowed.reason)
@@ -222,11 +237,13 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         design[rel] = task.text(rel)
     report["fingerprints"] = fingerprints(task, allowed.text)
 
+    report["disabled"] = sorted(disable)
     # 2. Static gate. A design the gate cannot parse goes on to the build, so that the agent
     # gets the compiler's own messages; if the simulator does build it, it is refused all the same.
     parse_only = False
     if gate:
-        g = run_gate(task, design)
+        off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
+        g = run_gate(task, design, skip_rules=off)  # skip_rules: test-only (fixture proofs)
         report["findings"] = g.findings
         stages.append(_stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)))
         parse_only = bool(g.findings) and all(f["rule"] == "GATE-PARSE" for f in g.findings)
@@ -261,6 +278,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         stage_seeds = [("visible", visible_seeds(task))]
         if hidden:
             stage_seeds.append(("hidden", hidden_seeds(task, None if hidden == "all" else int(hidden))))
+        stage_seeds = [(n, s) for n, s in stage_seeds if f"stage:{n}" not in disable]
         for name, seeds in stage_seeds:
             run = run_stage(simulator, b, task, seeds, settle=settle, design_text=allowed.text, batch=batch,
                             sandbox=sandbox, jobs=jobs, progress=progress, stage=name,

@@ -40,6 +40,12 @@ def tb_include_dir() -> Path:
     return data_root() / "runners" / "tb"
 
 
+def tb_includes() -> list[Path]:
+    """The testbench harness files every build copies next to the testbench (cdc_tb.vh,
+    cdc_monitor.vh)."""
+    return sorted(tb_include_dir().glob("*.vh"))
+
+
 def tools_dir() -> Path:
     return data_root() / "tools"
 

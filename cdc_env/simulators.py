@@ -67,7 +67,8 @@ def stage_sources(task: Task, design: dict[str, str], workdir: Path) -> list[Pat
     the package, never from the submission.
     """
     workdir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(paths.tb_include_dir() / "cdc_tb.vh", workdir / "cdc_tb.vh")
+    for inc in paths.tb_includes():
+        shutil.copyfile(inc, workdir / inc.name)
     shutil.copyfile(task.path(task.testbench), workdir / "tb_top.v")
     shutil.copyfile(paths.primitives_file(), workdir / "cdc_sync.v")
     files = [workdir / "tb_top.v", workdir / "cdc_sync.v"]

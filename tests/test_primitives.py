@@ -27,13 +27,17 @@ def _run(tmp_path: Path, testcase: str, *, key: int = 7, settle: bool = True, en
         pytest.skip("Icarus Verilog is not installed (apt-get install iverilog)")
     runner = cocotb_tools.get_runner(sim)
     build = tmp_path / f"build_{sim}"
-    runner.build(sources=[paths.primitives_file(), HERE / "prim_top.v"], hdl_toplevel="prim_top",
+    # prim_top.v first: it defines CDC_SYNC_MONITOR, which the primitives read when compiled.
+    runner.build(sources=[HERE / "prim_top.v", paths.primitives_file()], hdl_toplevel="prim_top",
+                 includes=[paths.tb_include_dir()],
                  build_dir=build, timescale=("1ps", "1ps"), always=False)
     extra = {"PRIM_SETTLE": "1" if settle else "0", "PRIM_TRIALS": "120", **(env or {})}
     try:  # the runner exits when a cocotb test fails; the results file still says which
         runner.test(test_module="prim_tests", hdl_toplevel="prim_top", testcase=testcase,
                     build_dir=build, test_dir=tmp_path, results_xml=str(tmp_path / "results.xml"),
-                    plusargs=[f"+cdc_settle_key={key}", f"+cdc_settle={int(settle)}"], extra_env=extra)
+                    plusargs=[f"+cdc_settle_key={key}", f"+cdc_settle={int(settle)}",
+                              # the clock half periods of prim_tests.py: the model's source period
+                              "+half_a=4000", "+half_b=5002"], extra_env=extra)
     except SystemExit:
         pass
     return cocotb_tools.get_results(tmp_path / "results.xml")
@@ -41,6 +45,7 @@ def _run(tmp_path: Path, testcase: str, *, key: int = 7, settle: bool = True, en
 
 @pytest.mark.parametrize("case", ["latency_is_2_or_3", "bits_choose_independently",
                                   "only_latest_update_settles_late", "gray_seen_current_or_one_behind",
+                                  "gray_per_bit_seen_current_or_one_behind",
                                   "binary_can_be_a_mix"])
 @pytest.mark.parametrize("settle", [True, False])
 def test_primitive_property(tmp_path, case, settle):

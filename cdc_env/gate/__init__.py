@@ -60,7 +60,7 @@ _PROFILES: dict[str, TaskProfile] = {}
 def _task_files(task: Task) -> dict[str, str]:
     """The trusted files whose names and macros a design may not take over."""
     out = {"cdc_sync.v": paths.primitives_file().read_text(encoding="utf-8"),
-           "cdc_tb.vh": (paths.tb_include_dir() / "cdc_tb.vh").read_text(encoding="utf-8"),
+           **{p.name: p.read_text(encoding="utf-8") for p in paths.tb_includes()},
            task.testbench: task.text(task.testbench)}
     for rel in task.sources:
         out[rel] = task.text(rel)

@@ -8,10 +8,14 @@
 //   * the check counter -- a run that checked nothing fails;
 //   * the verdict line: "CDCV <nonce> PASS|FAIL checks=<n> hash=<h> t=<ps> msg=<text>", printed
 //     once, then $finish. The grader accepts exactly one line carrying its nonce.
+// Every testbench defines CDC_SYNC_MONITOR as its own module name before including this file
+// (the primitives' shared state, cdc_monitor.vh, lives there).
 // The including testbench provides `task final_check;` (end-of-run conditions) and calls
 // fold(), note_check() and tb_fail(msg).
 // Plusargs read here: cdc_nonce (hex), half_a, half_b, ofs_a, ofs_b, t_end, stim_key,
 // cdc_gray_check (optional, default 0).
+
+`include "cdc_monitor.vh"
 
   reg        clk_a = 1'b0;
   reg        clk_b = 1'b0;
@@ -50,7 +54,7 @@
     emit_verdict(1'b0, msg);
   endtask
 
-  // Gray check (FIFO family). A testbench that wants it defines CDC_SYNC_MONITOR as its own
+  // Gray check (FIFO family). A testbench that wants it defines CDC_GRAY_MONITOR as its own
   // module name before including this file; every cdc_sync_bus instance then calls
   // cdc_sync_note(n) with the bits of its d_i that changed for the first time in the current time
   // step (tasks/common/cdc_sync.v). No two clock edges coincide, so one time step is one source

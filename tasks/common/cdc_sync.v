@@ -11,11 +11,19 @@
 // where late settling lives:
 //   * Each bit is sampled by a first flop on every destination edge and passed to a second flop;
 //     q_o is the second flop, so a stable input is seen after 2 destination edges.
-//   * A bit whose input differs from what the first flop holds, and which changed in the source's
-//     latest update (all changes of d_i within one simulation time step form one update), may
-//     "settle late": the first flop keeps its old value for one more destination edge. The choice
-//     is made per bit, per edge, by a PRNG keyed by the run's settle key and this instance's
-//     hierarchical name, so every simulator makes the same choices for the same seed.
+//   * A bit whose input differs from what the first flop holds, and which changed in the source
+//     domain's latest update, may "settle late": the first flop keeps its old value for one more
+//     destination edge. The choice is made per bit, per edge, by a PRNG keyed by the run's settle
+//     key and this instance's hierarchical name, so every simulator makes the same choices for
+//     the same seed.
+//   * "The source domain's latest update" is shared by every instance: each one records, in the
+//     testbench's monitor (runners/tb/cdc_monitor.vh, named by the macro CDC_SYNC_MONITOR), the
+//     time at which any synchronizer input from its source domain last changed, so a Gray pointer
+//     split over one cdc_sync_bit per bit behaves exactly like the same pointer through one
+//     cdc_sync_bus: a bit that changed on an earlier source edge has settled. An instance knows
+//     its own domain from the time of its clock edges (task clock a edges fall at 1 (mod 4) ps,
+//     clock b edges at 3). Without a monitor (unit tests of a primitive alone) the latest update
+//     is this instance's own: all changes of d_i within one simulation time step.
 //   * A bit that settled late on one edge always resolves on the next: latency is 2 or 3
 //     destination cycles, never 1 or 4.
 //   * Hence a Gray-coded bus is seen at its current value or one step behind, while a binary
@@ -30,9 +38,9 @@
 //   +cdc_settle_key=<u32>  the seed's settling key
 //
 // Gray check hook (used by the FIFO family's testbenches; absent unless the testbench defines
-// the macro CDC_SYNC_MONITOR before this file is compiled): every change of d_i reports the
+// the macro CDC_GRAY_MONITOR before this file is compiled): every change of d_i reports the
 // number of bits that changed for the first time in the current time step to
-// `CDC_SYNC_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). No two clock edges coincide, so the
+// `CDC_GRAY_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). No two clock edges coincide, so the
 // sum over all instances in one time step is what one source clock edge changed across every
 // crossing; the testbench fails the seed when it exceeds one. Instances report themselves, so
 // the check follows the primitives whatever the signals are called. The hook reads d_i only and
@@ -61,8 +69,16 @@ module cdc_sync_bus #(
   reg [WIDTH-1:0] late;
   reg [31:0]      edge_h, bit_h;
   reg [8*256-1:0] name;
-  integer         i, c, skip;
+  integer         i, j, c, skip;
+  reg [63:0]      chg_t [0:WIDTH-1];  // simulation time of each bit's latest change
+  reg [WIDTH-1:0] recent;           // bits that changed in the source domain's latest update
+  reg             any_chg;
 `ifdef CDC_SYNC_MONITOR
+  reg             dom_known;        // this instance's (destination) domain is known
+  reg             dst_is_a;         // clocked by task clock a (so its source is domain b)
+  reg [63:0]      src_t;
+`endif
+`ifdef CDC_GRAY_MONITOR
   integer         gray_n, gray_i;   // Gray check hook: bits newly changed in this time step
 `endif
 
@@ -94,6 +110,11 @@ module cdc_sync_bus #(
         else inst_key = (inst_key ^ c) * 32'h01000193;
       end
     end
+    for (j = 0; j < WIDTH; j = j + 1) chg_t[j] = 64'd0;
+`ifdef CDC_SYNC_MONITOR
+    dom_known = 1'b0;
+    dst_is_a = 1'b0;
+`endif
     edge_n = 32'd0;
     upd_time = 64'd0;
     upd_mask = {WIDTH{1'b0}};
@@ -104,17 +125,34 @@ module cdc_sync_bus #(
   // accumulate (a bus assembled from several registers updates in several delta cycles).
   always @(d_i) begin
     if ($time != upd_time) upd_mask = {WIDTH{1'b0}};
-`ifdef CDC_SYNC_MONITOR
+`ifdef CDC_GRAY_MONITOR
     // Gray check hook (see the header): report the bits newly changed in this time step.
     gray_n = 0;
     for (gray_i = 0; gray_i < WIDTH; gray_i = gray_i + 1)
       if (((d_i[gray_i] ^ last_d[gray_i]) & ~upd_mask[gray_i]) === 1'b1) gray_n = gray_n + 1;
-    `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+    `CDC_GRAY_MONITOR.cdc_sync_note(gray_n);
 `endif
     upd_mask = upd_mask | (d_i ^ last_d);
+    any_chg = 1'b0;
+    for (j = 0; j < WIDTH; j = j + 1)
+      if ((d_i[j] ^ last_d[j]) === 1'b1) begin
+        chg_t[j] = $time;
+        any_chg = 1'b1;
+      end
+`ifdef CDC_SYNC_MONITOR
+    if (any_chg && dom_known) `CDC_SYNC_MONITOR.cdc_src_update(!dst_is_a);
+`endif
     last_d = d_i;
     upd_time = $time;
   end
+
+`ifdef CDC_SYNC_MONITOR
+  // Which task clock drives this instance: its edges fall at 1 (mod 4) ps for clock a, 3 for b.
+  always @(posedge clk_i) if (!dom_known) begin
+    dst_is_a = ($time % 4 == 1);
+    dom_known = 1'b1;
+  end
+`endif
 
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -125,9 +163,15 @@ module cdc_sync_bus #(
     end else begin
       edge_n = edge_n + 32'd1;
       edge_h = mix32(mix32(settle_key ^ inst_key) ^ edge_n);
+`ifdef CDC_SYNC_MONITOR
+      src_t = dst_is_a ? `CDC_SYNC_MONITOR.cdc_upd_t_b : `CDC_SYNC_MONITOR.cdc_upd_t_a;
+      for (i = 0; i < WIDTH; i = i + 1) recent[i] = dom_known ? (chg_t[i] == src_t) : upd_mask[i];
+`else
+      recent = upd_mask;
+`endif
       for (i = 0; i < WIDTH; i = i + 1) begin
         bit_h = mix32(edge_h + i * 32'h9e3779b9);
-        late[i] = settle_on & ~deferred_q[i] & upd_mask[i] & (d_i[i] ^ s1_q[i]) & bit_h[0];
+        late[i] = settle_on & ~deferred_q[i] & recent[i] & (d_i[i] ^ s1_q[i]) & bit_h[0];
       end
       s1_q       <= (d_i & ~late) | (s1_q & late);
       s2_q       <= s1_q;

@@ -6,6 +6,7 @@
 // Invariant checked (the bug report's): neither counter ever exceeds the events of its kind
 // sent so far, neither ever decreases, and at the end of the run both equal what was sent.
 `timescale 1ps / 1ps
+`define CDC_SYNC_MONITOR evt_tb
 module evt_tb;
 `include "cdc_tb.vh"
   reg         evt = 1'b0, kind = 1'b0;

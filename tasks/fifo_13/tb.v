@@ -8,6 +8,7 @@
 // at most one bit per source clock edge in total (cdc_tb.vh).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR fifo_tb
+`define CDC_GRAY_MONITOR fifo_tb
 module fifo_tb;
 `include "cdc_tb.vh"
   localparam integer DEPTH = 16;

@@ -5,6 +5,7 @@
 // acknowledged exactly once, in that order, and no request waits longer than wd_slow clk_b
 // cycles (a hang). At least min_done requests must complete, or the design made no progress.
 `timescale 1ps / 1ps
+`define CDC_SYNC_MONITOR hs_tb
 module hs_tb;
 `include "cdc_tb.vh"
   reg        start = 1'b0;
