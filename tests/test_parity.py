@@ -1,0 +1,169 @@
+"""Parity certificates and the batched stage: what may batch, what must not, and what is caught.
+
+* a design with a deliberate event race (it passes on Verilator and fails on Icarus) is caught by
+  the parity check, gets no certificate, and its grade runs every seed alone, saying why;
+* a certified stage batches, and its results equal Icarus's;
+* a tampered or a stale certificate is refused and the stage runs seed by seed;
+* a harness bug that leaks state between seeds is caught by the reverse-order re-run;
+* Icarus and stages under 24 seeds never batch; sim="auto" uses Verilator only under a certificate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+
+from cdc_env import cost, parity
+from cdc_env.grade import grade, run_stage
+from cdc_env.report import validate_report
+from cdc_env.seeds import hidden_seeds
+from cdc_env.simulators import Icarus
+from cdc_env.task import load_task
+from cdc_env.verilator import Verilator
+
+from .conftest import needs_icarus
+from .test_verilator import needs_verilator, vl_cache  # noqa: F401 -- the fixture is used by name
+
+pytestmark = [needs_icarus, needs_verilator, pytest.mark.usefixtures("vl_cache")]
+HIDDEN = 24  # the smallest stage that may batch
+
+# Two initial blocks at time 0: Icarus runs them in source order (race_seen = 1: the requester is
+# never ready and the run fails); Verilator starts a block with a delay after the plain ones
+# (race_seen = 0: it passes). The static gate would refuse the initial blocks; the tests below
+# switch it off to reach the simulators.
+RACE = """  reg race_flag = 1'b0;
+  reg race_seen = 1'b0;
+  initial begin race_flag = 1'b1; #1 race_flag = 1'b1; end
+  initial race_seen = race_flag;
+  assign ready_o = !busy_q && !race_seen;"""
+
+
+def stage_seeds(t) -> list[int]:
+    return list(t.seeds.visible) + hidden_seeds(t, HIDDEN)
+
+
+@pytest.fixture(scope="module")
+def hs():
+    return load_task("handshake")
+
+
+@pytest.fixture(scope="module")
+def certified(hs):
+    """A certificate for the handshake reference fix, visible + 24 hidden seeds, settling on."""
+    row = parity.compare_design(hs, hs.reference_text, stage_seeds(hs), settle=True, certify=True)
+    assert row.ok and row.certificate, row.as_dict()
+    return parity.cert_path(hs, hs.reference_text, True)
+
+
+def hidden_stage(report: dict) -> dict:
+    return next(s for s in report["stages"] if s["name"] == "hidden")
+
+
+def test_event_race_is_caught_and_the_grade_runs_seed_by_seed(hs):
+    race = hs.reference_text.replace("  assign ready_o = !busy_q;", RACE)
+    assert race != hs.reference_text
+    row = parity.compare_design(hs, race, stage_seeds(hs), settle=True, certify=True)
+    assert not row.ok and row.icarus_vs_verilator  # parity sees the race ...
+    assert not parity.cert_path(hs, race, True).exists()  # ... and issues no certificate
+    r = grade(hs, race, sim="verilator", hidden=HIDDEN, gate=False)
+    validate_report(r)
+    assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "no parity certificate" in r["seeds"]["hidden"]["mode_reason"]
+    stage = hidden_stage(r)
+    assert stage["mode"] == "one-at-a-time" and "every seed ran on its own" in stage["mode_reason"]
+    assert grade(hs, race, sim="icarus", hidden=0, gate=False)["verdict"] == "fail"  # it is a real race
+
+
+def test_certified_stage_batches_and_equals_icarus(hs, certified):
+    rv = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN)
+    validate_report(rv)
+    assert rv["verdict"] == "pass"
+    assert rv["seeds"]["hidden"]["mode"] == "batched"
+    assert "reverse-order re-run" in rv["seeds"]["hidden"]["mode_reason"]
+    assert rv["seeds"]["visible"]["mode"] == "one-at-a-time"  # 8 seeds: too few to batch
+    ri = grade(hs, hs.reference_text, sim="icarus", hidden=HIDDEN)
+    assert ri["seeds"]["hidden"]["results"] == rv["seeds"]["hidden"]["results"]
+    assert ri["seeds"]["hidden"]["mode"] == "one-at-a-time"  # Icarus never batches
+
+
+def test_tampered_certificate_is_refused(hs, certified):
+    saved = certified.read_text()
+    try:
+        doc = json.loads(saved)
+        first = next(iter(doc["body"]["results"]))
+        doc["body"]["results"][first][2] += 1  # claim one more check for one seed
+        certified.write_text(json.dumps(doc))
+        check = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
+        assert not check.ok and "tampered" in check.reason
+        r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN)
+        assert r["verdict"] == "pass" and r["seeds"]["hidden"]["mode"] == "one-at-a-time"
+        assert "tampered" in r["seeds"]["hidden"]["mode_reason"]
+        certified.write_text(saved.replace(hs.id, "event", 1))  # edited anywhere: same refusal
+        again = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
+        assert "tampered" in again.reason
+    finally:
+        certified.write_text(saved)
+    assert parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True).ok
+
+
+def test_stale_certificate_is_refused(hs, tmp_path):
+    """A certificate names what it was issued for; a changed testbench makes it stale."""
+    copy = tmp_path / "handshake"
+    shutil.copytree(hs.dir, copy)
+    t = load_task(copy)
+    seeds = list(t.seeds.visible)
+    assert parity.compare_design(t, t.reference_text, seeds, settle=False, certify=True).ok
+    assert parity.check_certificate(t, t.reference_text, seeds, settle=False).ok
+    (copy / t.testbench).write_text(t.path(t.testbench).read_text() + "\n// changed\n")
+    check = parity.check_certificate(t, t.reference_text, seeds, settle=False)
+    assert not check.ok and "stale" in check.reason and "testbench" in check.reason
+    # A different patch, or the other settling mode, has no certificate at all.
+    assert not parity.check_certificate(t, t.defective_text, seeds, settle=False).ok
+    assert not parity.check_certificate(t, t.reference_text, seeds, settle=True).ok
+
+
+def test_leaking_harness_is_caught_by_the_reverse_order_run(hs, certified, tmp_path):
+    sim = Verilator()
+    leaky = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "leaky",
+                      harness_defines=("CDC_LEAK_TEST",))
+    assert leaky.status == "pass"
+    seeds = hidden_seeds(hs, HIDDEN)
+    run = run_stage(sim, leaky, hs, seeds, settle=True, design_text=hs.reference_text)
+    assert run.mode == "one-at-a-time"
+    assert "reverse-order" in run.reason and "every seed ran on its own" in run.reason
+    # Alone, the leaky runner is correct (one seed per process), and the fallback results are Icarus's.
+    bi = Icarus().build(hs, {hs.editable: hs.reference_text}, tmp_path / "icarus")
+    ref = run_stage(Icarus(), bi, hs, seeds, settle=True, design_text=hs.reference_text)
+    assert [r.key() for r in run.results] == [r.key() for r in ref.results]
+    # The same stage on a correct runner batches (so it was the leak, not the certificate).
+    good = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "good")
+    assert run_stage(sim, good, hs, seeds, settle=True, design_text=hs.reference_text).mode == "batched"
+
+
+def test_small_stages_never_batch(hs, certified):
+    r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN - 1)
+    assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "needs 24 or more" in r["seeds"]["hidden"]["mode_reason"]
+
+
+def test_auto_uses_verilator_only_under_a_certificate(hs, certified):
+    sim, why = cost.choose_simulator(hs, hs.defective_text, hidden=HIDDEN, settle=True)
+    assert sim == "icarus" and "parity certificate" in why
+    # A cost model in which Verilator is cheap (as measured for large stages): auto takes it.
+    path = cost.model_path(hs.id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cheap = cost.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
+                           verilator_seed_alone=0.004, verilator_seed_batched=0.001, source="test figures")
+    path.write_text(json.dumps({"model": dataclasses.asdict(cheap)}))
+    try:
+        r = grade(hs, hs.reference_text, sim="auto", hidden=HIDDEN)
+        validate_report(r)
+        assert r["simulator"]["name"] == "verilator" and "verilator batched" in r["simulator"]["choice"]
+        assert r["seeds"]["hidden"]["mode"] == "batched"
+    finally:
+        path.unlink()
+    sim, why = cost.choose_simulator(hs, hs.reference_text, hidden=HIDDEN, settle=True)
+    assert "built-in figures" in why
