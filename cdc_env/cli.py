@@ -112,7 +112,8 @@ def verdict_exit(report: dict) -> int:
 
 def print_report(report: dict) -> None:
     print(f"task {report['task']}  simulator {report['simulator']['name']} {report['simulator']['version']}"
-          f"  settle {'on' if report['settle'] else 'off'}")
+          f"  settle {'on' if report['settle'] else 'off'}"
+          + ("" if report.get("sandbox", True) else "  SANDBOX OFF (bubblewrap missing)"))
     for s in report["stages"]:
         detail = s["detail"].splitlines()[0][:100] if s["detail"] else ""
         print(f"  {s['name']:10} {s['status']:14} {detail}")

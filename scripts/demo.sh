@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec cdc-env demo "$@"
+exec python3 -m cdc_env.cli demo "$@"
