@@ -165,7 +165,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     seed_limits: time, CPU, memory and output bounds of one seed's simulation (one at a time).
     disable: test-only switches that prove a fixture is caught where it should be (never use
         them to grade): "allowlist" (take the submission as the file's text, unchecked), "gate",
-        "rule:<ID>" (drop that gate rule's findings), "settle" (late settling off),
+        "rule:<ID>" (the gate skips that rule), "settle" (late settling off),
         "stage:visible" / "stage:hidden" (skip that seed stage). Recorded in report["disabled"].
     """
     disable = frozenset(disable)
@@ -203,6 +203,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "failed_stage": None,
         "overfit": False,
         "reason": "",
+        "disabled": sorted(disable),
     }
     stages: list[dict] = report["stages"]
     child_cpu = 0.0
@@ -237,7 +238,6 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         design[rel] = task.text(rel)
     report["fingerprints"] = fingerprints(task, allowed.text)
 
-    report["disabled"] = sorted(disable)
     # 2. Static gate. A design the gate cannot parse goes on to the build, so that the agent
     # gets the compiler's own messages; if the simulator does build it, it is refused all the same.
     parse_only = False
