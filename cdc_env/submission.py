@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .task import Task
 
 MAX_BYTES = 256 * 1024
+BOM = "\ufeff"
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _FORBIDDEN_DIFF_LINES = ("rename from", "rename to", "new file mode", "deleted file mode",
@@ -33,7 +34,12 @@ def refuse(reason: str) -> Allowlisted:
     return Allowlisted(False, reason=reason)
 
 
-def _is_diff(text: str) -> bool:
+def _is_diff(text: str, top: str) -> bool:
+    """A unified diff, unless the text defines the task's top module at the start of a line: a
+    full file stays a full file whatever its comments quote (a diff's lines start with ' ', '+'
+    or '-', never with 'module')."""
+    if re.search(rf"^module\s+{re.escape(top)}\b", text, re.M):
+        return False
     head = text.lstrip()[:4000]
     return bool(re.search(r"^--- \S", head, re.M) and re.search(r"^\+\+\+ \S", head, re.M)
                 and re.search(r"^@@ ", text, re.M)) or head.startswith("diff --git ")
@@ -44,14 +50,27 @@ def _diff_path(raw: str) -> str:
     return name[2:] if name[:2] in ("a/", "b/") else name
 
 
-def _check_name(name: str, task: Task) -> str | None:
+# Names `diff -u` users give the old copy of a file (hs_top.v.orig, hs_top.v~ ...).
+_BACKUP_SUFFIXES = ("", ".orig", ".old", ".bak", ".prev", "~")
+
+
+def _check_name(name: str, task: Task, old: bool = False) -> str | None:
+    """Why a diff header's file name is refused, or None.
+
+    Accepted: the editable file's name, with git's a/ b/ prefixes, in any directory (relative or
+    absolute: `diff -u /tmp/x/hs_top.v ...`), and for the old side also a backup name
+    (hs_top.v.orig). The result is always the editable file, so a directory cannot redirect it;
+    a name of any other file, /dev/null, '..' or an option-like name is refused.
+    """
     if name == "/dev/null":
         return "a diff may not create or delete files"
-    if name.startswith("/") or ".." in name.split("/"):
-        return f"path '{name}' is absolute or climbs out of the task"
+    if ".." in name.split("/"):
+        return f"path '{name}' climbs out of the task"
     if name.startswith(("+", "-")):
         return f"file name '{name}' looks like a simulator option"
-    if name != task.editable:
+    base = name.rsplit("/", 1)[-1]
+    ok = {task.editable.rsplit("/", 1)[-1] + s for s in (_BACKUP_SUFFIXES if old else ("",))}
+    if base not in ok:
         return f"the diff touches '{name}'; only '{task.editable}' may be changed"
     return None
 
@@ -68,8 +87,8 @@ def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
         if ln.startswith(_FORBIDDEN_DIFF_LINES):
             return refuse(f"the diff renames, copies, re-modes or binary-patches a file ('{ln[:40]}')")
         if ln.startswith("diff --git "):
-            for part in ln.split()[2:]:
-                bad = _check_name(_diff_path(part), task)
+            for k, part in enumerate(ln.split()[2:4]):
+                bad = _check_name(_diff_path(part), task, old=k == 0)
                 if bad:
                     return refuse(bad)
             i += 1
@@ -77,8 +96,8 @@ def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
         if ln.startswith("--- "):
             if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
                 return refuse("malformed diff: '---' header without '+++'")
-            for raw in (ln[4:], lines[i + 1][4:]):
-                bad = _check_name(_diff_path(raw), task)
+            for raw, old in ((ln[4:], True), (lines[i + 1][4:], False)):
+                bad = _check_name(_diff_path(raw), task, old)
                 if bad:
                     return refuse(bad)
             files_seen += 1
@@ -136,9 +155,15 @@ def allowlist(task: Task, submission: str | bytes) -> Allowlisted:
         return refuse(f"submission is larger than the limit of {MAX_BYTES} bytes")
     if "\x00" in submission:
         return refuse("submission is binary (contains NUL bytes), not Verilog text")
+    if submission.startswith(BOM):  # editors add one; Icarus 11 would drop the text after it
+        submission = submission[1:]
+    if BOM in submission:
+        line = submission.count("\n", 0, submission.index(BOM)) + 1
+        return refuse(f"the submission contains a byte-order mark (U+FEFF) at line {line}, not at the "
+                      "start; simulators read it as garbage -- remove it")
     if not submission.strip():
         return refuse("submission is empty")
-    if _is_diff(submission):
+    if _is_diff(submission, task.top):
         res = apply_diff(task.defective_text, submission, task)
     else:
         res = Allowlisted(True, submission if submission.endswith("\n") else submission + "\n", form="file")

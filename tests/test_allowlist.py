@@ -1,6 +1,6 @@
 """The allowlist stage: a submission becomes exactly the new text of the task's editable file,
 or is refused with a reason. Diffs that touch other files, create, delete, rename, re-mode or
-symlink files, use absolute paths, climb with .., or name files like simulator options never get
+symlink files, name any file but the editable one, climb with .., or name files like simulator options never get
 through."""
 
 from __future__ import annotations
@@ -53,7 +53,11 @@ def test_bytes_submission_is_decoded():
     ("a/tb.v", "b/tb.v", "only 'hs_top.v'"),
     ("a/hs_top.v", "b/tb.v", "only 'hs_top.v'"),
     ("a/../hs_top.v", "b/../hs_top.v", "climbs"),
-    ("/work/hs_top.v", "/work/hs_top.v", "absolute"),
+    ("/etc/passwd", "/etc/passwd", "only 'hs_top.v'"),
+    ("/work/hs_top.v", "/work/tb.v", "only 'hs_top.v'"),
+    ("/work/../hs_top.v", "/work/hs_top.v", "climbs"),
+    ("hs_top.v.orig", "tb.v", "only 'hs_top.v'"),
+    ("tb.v.orig", "hs_top.v", "only 'hs_top.v'"),
     ("/dev/null", "b/hs_top.v", "create or delete"),
     ("a/hs_top.v", "/dev/null", "create or delete"),
     ("+define+FOO=1", "+define+FOO=1", "simulator option"),
@@ -120,3 +124,36 @@ def test_the_result_is_always_the_editable_file_only():
     text = FIXED + "// +define+X -Wall ../../etc/passwd /dev/null\n"
     res = allowlist(TASK, text)
     assert res.ok and res.text == text
+
+
+@pytest.mark.parametrize("old,new", [
+    ("hs_top.v.orig", "hs_top.v"),      # plain `diff -u hs_top.v.orig hs_top.v`
+    ("hs_top.v", "hs_top.v"),
+    ("old/hs_top.v", "new/hs_top.v"),
+    ("/tmp/w/hs_top.v", "/tmp/w/hs_top.v"),  # absolute paths of the editable file
+    ("a//tmp/w/hs_top.v", "b//tmp/w/hs_top.v"),
+])
+def test_plain_and_absolute_diffs_of_the_editable_file_apply(old, new):
+    res = allowlist(TASK, make_diff(old, new))
+    assert res.ok and res.form == "diff" and res.text == FIXED, res.reason
+
+
+def test_full_file_quoting_a_diff_in_its_header_is_a_full_file():
+    quoted = ("// Changes, as a diff:\n// --- a/hs_top.v\n// +++ b/hs_top.v\n// @@ -1 +1 @@\n"
+              "--- hs_top.v\n+++ hs_top.v\n@@ -1,2 +1,2 @@\n*/\n")
+    text = "/*\n" + quoted + FIXED
+    res = allowlist(TASK, text)
+    assert res.ok and res.form == "file" and res.text == text
+
+
+def test_leading_bom_is_stripped():
+    for sub in ("\ufeff" + FIXED, ("\ufeff" + FIXED).encode()):
+        res = allowlist(TASK, sub)
+        assert res.ok and res.text == FIXED
+    res = allowlist(TASK, "\ufeff" + make_diff())
+    assert res.ok and res.text == FIXED
+
+
+def test_bom_elsewhere_is_refused_with_its_line():
+    res = allowlist(TASK, FIXED.replace("module hs_top", "\ufeffmodule hs_top"))
+    assert not res.ok and "byte-order mark" in res.reason and "line" in res.reason
