@@ -273,6 +273,17 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
             # The gate could not analyse a design that the simulator accepts: never let that
             # through (a front-end difference must not become a way around the gate).
             return finish("refused", "gate", g.findings[0]["message"])
+        if gate and "rule:GATE-DIVERGE" not in disable:  # differential elaboration (gate/diverge.py)
+            from .gate.diverge import check_build  # noqa: PLC0415
+            from .gate.rules import finding  # noqa: PLC0415
+
+            div = check_build(simulator.name, work, task.tb_top, task.top, g.elab)
+            if div is not None:
+                gate_stage = next(s for s in stages if s["name"] == "gate")
+                gate_stage.update(status=div[0], detail=div[1][:500])
+                if div[0] == "refused":
+                    report["findings"].append(finding("GATE-DIVERGE", div[1], file=task.editable))
+                return finish(div[0], "gate", div[1])
 
         # 4. Visible seeds, 5. hidden seeds
         stage_seeds = [("visible", visible_seeds(task))]

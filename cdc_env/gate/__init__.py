@@ -43,6 +43,7 @@ class GateResult:
     findings: list[dict] = field(default_factory=list)
     cpu_s: float = 0.0
     detail: str = ""
+    elab: dict | None = None  # what the gate elaborated (netlist.Netlist.elaboration), if it got that far
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,11 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
         return GateResult("tool_error", cpu_s=cpu, detail=payload["error"])
     fs = [f for f in payload["findings"] if f["rule"] not in skip_rules]
     errors = [f for f in fs if f["severity"] == "error"]
+    elab = payload.get("elab")
     if errors:
         rules = sorted({f["rule"] for f in errors})
-        return GateResult("refused", fs, cpu, f"{len(errors)} finding(s): {', '.join(rules)}")
-    return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)")
+        return GateResult("refused", fs, cpu, f"{len(errors)} finding(s): {', '.join(rules)}", elab)
+    return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)", elab)
 
 
 def _address_space() -> int:

@@ -111,14 +111,19 @@ def analyse(job: Job) -> dict:
         out.append(finding("POL-HIERREF", f"'{text}' is a hierarchical reference; a design may use only "
                            "its own ports and signals (no reaching into the testbench or a primitive)",
                            file=file, line=line))
+    for msg, file, line in net.port_findings:
+        out.append(finding("POL-PORTDIR", msg, file=file, line=line))
+    structure, _ports, block_domains = domains.check(net, job.clocks, job.resets, job.cross_memories,
+                                                     job.profile.ports, with_blocks=True)
     for sub, var, file, line in net.static_state:
+        doms = sorted({block_domains.get(b) or "combinational logic" for b in net.calls.get(sub, set())})
+        where = (f" (it is called in {' and '.join(doms)})" if len(doms) > 1 else
+                 f" (every call is in {doms[0]}, but the grader does not rely on call order)" if doms else "")
         out.append(finding("POL-CONSTRUCT", f"'{var}' in {sub} is a static variable that may be read before "
-                           "the call assigns it, so it carries state from one call to the next (and from "
-                           f"one clock domain to the other); declare {sub} automatic or assign '{var}' first",
-                           file=file, line=line))
-    structure, _ports = domains.check(net, job.clocks, job.resets, job.cross_memories, job.profile.ports)
+                           f"the call assigns it, so it carries state from one call to the next{where}; "
+                           f"declare {sub} automatic or assign '{var}' first", file=file, line=line))
     out.extend(structure)
-    return {"findings": _dedupe(out)}
+    return {"findings": _dedupe(out), "elab": net.elaboration()}
 
 
 def _dedupe(fs: list[dict]) -> list[dict]:
@@ -150,6 +155,7 @@ def learn_profile(task: Task, trusted: dict[str, str], defective: str, profile_c
         raise RuntimeError(f"task {task.id}: its own design does not elaborate in the gate: "
                            f"{errors[:1] or 'no top ' + task.top}")
     net = netlist.build(fe2, inst)
-    _f, ports = domains.check(net, {d.clock: d.name for d in task.domains},
-                              {d.reset: d.name for d in task.domains}, tuple(task.cross_memories), None)
+    _f, ports, _b = domains.check(net, {d.clock: d.name for d in task.domains},
+                              {d.reset: d.name for d in task.domains}, tuple(task.cross_memories), None,
+                                  with_blocks=True)
     return profile_cls(reserved=reserved, shared_macros=shared, ports=ports)

@@ -486,9 +486,13 @@ class DomainCheck:
 
 
 def check(net: Netlist, clocks: dict[str, str], resets: dict[str, str], cross_memories: tuple[str, ...],
-          ports: PortDomains | None) -> tuple[list[dict], PortDomains]:
-    """Run every structure rule; return the findings and the port domains seen in this design."""
+          ports: PortDomains | None, with_blocks: bool = False):
+    """Run every structure rule; return the findings and the port domains seen in this design
+    (and, with ``with_blocks``, each flop block's domain, "domain <name>", by block index)."""
     dc = DomainCheck(net, clocks, resets, cross_memories, ports)
     findings = dc.run()
+    if with_blocks:
+        blocks = {i: (f"domain {d}" if d else None) for i, d in dc.block_domain.items()}
+        return findings, dc.learned_ports(), blocks
     return findings, dc.learned_ports()
 

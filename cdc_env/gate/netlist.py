@@ -18,6 +18,7 @@ belonging to both (conservative; docs/gate.md states it as a limitation).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pyslang import ast
@@ -30,6 +31,9 @@ PRIMITIVES: dict[str, dict[str, str]] = {
     "cdc_sync_bit": {"clk": "clk_i", "rst": "rst_ni", "d": "d_i", "q": "q_o"},
     "cdc_sync_pulse": {"src_clk": "src_clk_i", "src_rst": "src_rst_ni", "d": "pulse_i",
                        "clk": "dst_clk_i", "rst": "dst_rst_ni", "q": "pulse_o"},
+    # Cross-domain storage: written in the wclk_i domain, read (combinationally) in rclk_i's.
+    "cdc_ram": {"src_clk": "wclk_i", "we": "we_i", "waddr": "waddr_i", "wdata": "wdata_i",
+                "clk": "rclk_i", "raddr": "raddr_i", "q": "rdata_o"},
 }
 
 EK = ast.ExpressionKind
@@ -50,6 +54,8 @@ class Write:
     line: int | None
     block: int | None = None  # flop block index, or None for combinational
     pure: frozenset[str] | None = None  # the nodes, if the value is a plain selection of them
+    port: str | None = None  # "instance.port" if this write is a helper module's port connection
+    bits: tuple[int, int] | None = None  # the constant bit range written (None: all, or unknown)
 
 
 @dataclass
@@ -94,6 +100,19 @@ class Netlist:
     static_state: list[tuple[str, str, str | None, int | None]] = field(default_factory=list)
     # (subroutine, variable, file, line): a static local that may be read before it is assigned
     ports: dict[str, str] = field(default_factory=dict)  # top port name -> "in" | "out" | "inout"
+    port_findings: list[tuple[str, str | None, int | None]] = field(default_factory=list)
+    # (message, file, line): ports a simulator would make bidirectional (POL-PORTDIR)
+    calls: dict[str, set[int | None]] = field(default_factory=dict)  # subroutine -> calling blocks
+    params: list[tuple[str, str]] = field(default_factory=list)  # (path below the top, integer value)
+    scopes: list[str] = field(default_factory=list)  # helper instances and generate blocks built
+
+    def elaboration(self) -> dict:
+        """What the gate elaborated, in the form the build is compared with (simulators.py):
+        primitive instances (path, module) and integer parameter values, paths below the
+        top with unnamed generate blocks written genblk*."""
+        return {"prims": sorted([_generic(p.name), p.kind] for p in self.prims),
+                "params": sorted([_generic(n), v] for n, v in self.params),
+                "scopes": sorted(_generic(n) for n in self.scopes)}
 
     def short(self, key: str) -> str:
         prefix = self.top + "."
@@ -106,6 +125,15 @@ class _Builder:
         self.net = Netlist(top=top.hierarchicalPath)
         self.summaries: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         self.in_progress: set[str] = set()
+        self.loop_locals: set[str] = set()  # module variables used only as for-loop indices
+        self.cur_block: int | None = None
+        self.in_ports: dict[str, str] = {}  # internal node of a helper's input port -> its tag
+        self.out_ports: list[tuple[str, frozenset[str], tuple[int, int] | None, str, str | None,
+                                   int | None]] = []
+
+    def skip(self, sym, local_to: str | None) -> bool:
+        """A symbol that is not a node: a subroutine's local, or a loop-only index variable."""
+        return _is_local(sym, local_to) or sym.hierarchicalPath in self.loop_locals
 
     # ----- nodes and locations -----
     def where(self, obj) -> tuple[str | None, int | None]:
@@ -128,11 +156,13 @@ class _Builder:
         return key
 
     def write(self, targets: set[str], deps: set[str], where, block: int | None = None,
-              pure: frozenset[str] | None = None) -> None:
+              pure: frozenset[str] | None = None, port: str | None = None,
+              bits: tuple[int, int] | None = None) -> None:
         file, line = where
         fdeps = frozenset(deps)
         for t in targets:
-            self.net.nodes[t].writes.append(Write(fdeps, file, line, block, pure))
+            self.net.nodes[t].writes.append(Write(fdeps, file, line, block, pure, port,
+                                                  bits if len(targets) == 1 else None))
 
     # ----- expressions -----
     def reads(self, expr, local_to: str | None = None) -> set[str]:
@@ -146,7 +176,7 @@ class _Builder:
                 k = x.kind
                 if k in (EK.NamedValue, EK.HierarchicalValue):
                     sym = x.symbol
-                    if sym.kind in _VALUE_KINDS and not _is_local(sym, local_to):
+                    if sym.kind in _VALUE_KINDS and not self.skip(sym, local_to):
                         out.add(self.node(sym))
                     if k == EK.HierarchicalValue:
                         file, line = self.where(x)
@@ -156,6 +186,7 @@ class _Builder:
                     if sub is not None:
                         r, _w = self.summary(sub)
                         out.update(r)
+                        self.net.calls.setdefault(sub.name, set()).add(self.cur_block)
             return ast.VisitAction.Advance
 
         expr.visit(visit)
@@ -182,7 +213,7 @@ class _Builder:
                 if k not in _PURE_KINDS:
                     ok = False
                     return ast.VisitAction.Skip
-                if k == EK.NamedValue and x.symbol.kind in _VALUE_KINDS and not _is_local(x.symbol, local_to):
+                if k == EK.NamedValue and x.symbol.kind in _VALUE_KINDS and not self.skip(x.symbol, local_to):
                     out.add(self.node(x.symbol))
             return ast.VisitAction.Advance
 
@@ -199,7 +230,7 @@ class _Builder:
         def go(e):
             k = e.kind
             if k in (EK.NamedValue, EK.HierarchicalValue):
-                if e.symbol.kind in _VALUE_KINDS and not _is_local(e.symbol, local_to):
+                if e.symbol.kind in _VALUE_KINDS and not self.skip(e.symbol, local_to):
                     targets.add(self.node(e.symbol))
                 if k == EK.HierarchicalValue:
                     file, line = self.where(e)
@@ -221,7 +252,7 @@ class _Builder:
             else:  # anything else: every name in it is written, conservatively
                 def visit(x):
                     if isinstance(x, ast.Expression) and x.kind == EK.NamedValue and \
-                            x.symbol.kind in _VALUE_KINDS and not _is_local(x.symbol, local_to):
+                            x.symbol.kind in _VALUE_KINDS and not self.skip(x.symbol, local_to):
                         targets.add(self.node(x.symbol))
                     return ast.VisitAction.Advance
                 e.visit(visit)
@@ -319,7 +350,7 @@ class _Builder:
                 deps |= targets
             extra = self._call_writes(expr.right)
             pure = self.pure(expr.right) if not idx else None
-            self.write(targets | extra, deps, where, block, pure)
+            self.write(targets | extra, deps, where, block, pure, bits=_lhs_bits(expr.left))
             return
         reads = self.reads(expr) | ctrl
         targets = self._call_writes(expr)
@@ -370,7 +401,11 @@ class _Builder:
             for _edge, _expr, iff in events:  # an iff guard is an enable of every flop in the block
                 ctrl |= frozenset(self.reads(iff))
             body = body.stmt
-        self.statement(body, ctrl, block)
+        self.cur_block = block
+        try:
+            self.statement(body, ctrl, block)
+        finally:
+            self.cur_block = None
 
     # ----- hierarchy -----
     def scope(self, scope) -> None:
@@ -391,9 +426,11 @@ class _Builder:
                 a = m.assignment
                 targets, idx = self.lvalue(a.left)
                 self.write(targets, self.reads(a.right) | idx, self.where(m), None,
-                           self.pure(a.right) if not idx else None)
+                           self.pure(a.right) if not idx else None, bits=_lhs_bits(a.left))
             elif k == SymK.ProceduralBlock:
                 self.procedure(m)
+            elif k == SymK.Parameter:
+                self.scope_param(m)
             elif k == SymK.Instance:
                 self.instance(m)
             elif k == SymK.InstanceArray:
@@ -402,11 +439,20 @@ class _Builder:
                         self.instance(el)
             elif k == SymK.GenerateBlock:
                 if not m.isUninstantiated:
+                    self.net.scopes.append(self.net.short(m.hierarchicalPath))
                     self.scope(m)
             elif k == SymK.GenerateBlockArray:
                 for e in m.entries:
                     if not e.isUninstantiated:
+                        self.net.scopes.append(self.net.short(e.hierarchicalPath))
                         self.scope(e)
+
+    def scope_param(self, m) -> None:
+        bits = _bits_of(m.value)
+        if bits is not None:
+            signed = bool(getattr(m.type, "isSigned", False))
+            value = int(bits, 2) - ((1 << len(bits)) if signed and bits[0] == "1" else 0)
+            self.net.params.append((self.net.short(m.hierarchicalPath), str(value)))
 
     def instance(self, inst) -> None:
         defname = inst.definition.name
@@ -425,7 +471,12 @@ class _Builder:
                 else:
                     p.conns[role] = (frozenset(self.reads(expr)), self.pure(expr), _text(expr))
             self.net.prims.append(p)
+            for m in inst.body:  # the primitive's own parameters (WIDTH), not its internals
+                if m.kind == SymK.Parameter:
+                    self.scope_param(m)
             return
+        self.net.scopes.append(self.net.short(inst.hierarchicalPath))
+        iname = self.net.short(inst.hierarchicalPath)
         for pc in inst.portConnections:
             expr = pc.expression
             port = pc.port
@@ -434,13 +485,189 @@ class _Builder:
                 continue
             ikey = self.node(internal)
             d = port.direction
+            tag = f"{iname}.{port.name}"
             if d in (ast.ArgumentDirection.In, ast.ArgumentDirection.InOut):
                 src = expr.left if expr.kind == EK.Assignment else expr
-                self.write({ikey}, self.reads(src), (file, line), None, self.pure(src))
+                self.write({ikey}, self.reads(src), (file, line), None, self.pure(src), port=tag)
+                if d == ast.ArgumentDirection.In:
+                    self.in_ports[ikey] = tag
             if d in (ast.ArgumentDirection.Out, ast.ArgumentDirection.InOut):
+                lhs = expr.left if expr.kind == EK.Assignment else expr
                 targets, idx = self.lvalue(expr)
-                self.write(targets, {ikey} | idx, (file, line), None, frozenset({ikey}) if not idx else None)
+                bits = _lhs_bits(lhs)
+                self.write(targets, {ikey} | idx, (file, line), None, frozenset({ikey}) if not idx else None,
+                           port=tag, bits=bits)
+                if d == ast.ArgumentDirection.Out:
+                    self.out_ports.append((tag, frozenset(targets), bits, ikey, file, line))
+        self.loop_locals |= loop_only_variables(inst.body)
         self.scope(inst.body)
+
+
+    # ----- ports a simulator makes bidirectional -----
+    def check_ports(self, top_inputs: list[str]) -> None:
+        """Icarus (and the standard's port coercion) turns an input port driven inside its module,
+        or an output port whose outside net has another driver, into an inout: the value then
+        flows both ways while the netlist would follow one. Such ports are refused."""
+        for key, tag in [(k, None) for k in top_inputs] + sorted(self.in_ports.items()):
+            node = self.net.nodes.get(key)
+            if node is None:
+                continue
+            inside = [w for w in node.writes if tag is None or w.port != tag]
+            if inside:
+                w = inside[0]
+                what = f"input port {tag}" if tag else f"top-level input '{node.name}'"
+                self.net.port_findings.append((
+                    f"the {what} is driven inside its module; a simulator makes such a port "
+                    "bidirectional, so the value also flows back out -- make it an output port, or "
+                    "drive a separate internal signal", w.file, w.line))
+        for tag, targets, bits, _ikey, file, line in self.out_ports:
+            for t in sorted(targets):
+                others = [w for w in self.net.nodes[t].writes if w.port != tag and _overlap(bits, w.bits)]
+                if others:
+                    self.net.port_findings.append((
+                        f"the output port {tag} drives '{self.net.short(t)}', which also has another driver "
+                        f"(line {others[0].line}); a simulator makes such a port bidirectional, so the other "
+                        "driver's value reaches inside the module -- give each net one driver", file, line))
+
+
+_GENBLK = re.compile(r"\bgenblk\d+")
+
+
+def _generic(path: str) -> str:
+    return _GENBLK.sub("genblk*", path)
+
+
+def _bits_of(cv) -> str | None:
+    """A parameter's value as a two-state bit string, or None (not an integer, or has x/z)."""
+    try:
+        v = cv.value
+        width = v.bitWidth
+        text = str(v)
+    except AttributeError:
+        return None
+    if not isinstance(width, int) or width <= 0 or width > 4096 or any(c in text.lower() for c in "xz?"):
+        return None
+    try:
+        n = int(v)
+    except (TypeError, ValueError):
+        m = re.fullmatch(r"(-?)(?:\d+)?'s?([bodh])?([0-9a-fA-F_]+)", text.strip())
+        if not m:
+            try:
+                n = int(text)
+            except ValueError:
+                return None
+        else:
+            n = int(m.group(3).replace("_", ""), {"b": 2, "o": 8, "d": 10, "h": 16, None: 10}[m.group(2)])
+            n = -n if m.group(1) else n
+    return format(n & ((1 << width) - 1), f"0{width}b")
+
+
+def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    if a is None or b is None:
+        return True
+    return not (a[1] < b[0] or b[1] < a[0])
+
+
+def _const_int(e) -> int | None:
+    try:
+        cv = e.constant
+        if cv is None:
+            return None
+        return int(str(cv.value).split("'")[-1].lstrip("sdhbo") or "x", 10)
+    except (AttributeError, ValueError, TypeError):
+        return None
+
+
+def _lhs_bits(e) -> tuple[int, int] | None:
+    """The constant bit (or element) range an assignment target selects, or None (whole/unknown)."""
+    if e is None:
+        return None
+    k = e.kind
+    if k == EK.ElementSelect and e.value.kind == EK.NamedValue:
+        i = _const_int(e.selector)
+        return (i, i) if i is not None else None
+    if k == EK.RangeSelect and e.value.kind == EK.NamedValue:
+        a, b = _const_int(e.left), _const_int(e.right)
+        if a is None or b is None:
+            return None
+        sk = ast.RangeSelectionKind
+        if e.selectionKind == sk.IndexedUp:
+            return (a, a + b - 1)
+        if e.selectionKind == sk.IndexedDown:
+            return (a - b + 1, a)
+        return (min(a, b), max(a, b))
+    return None
+
+
+def loop_only_variables(body) -> set[str]:
+    """Module variables used only as for-loop indices: every read and write of one is inside a
+    for loop that initializes it. Such a variable carries nothing from one block (or domain) to
+    another, so it is not a node of the graph (a function's locals are treated the same way)."""
+    loop_uses: set[str] = set()
+    other: set[str] = set()
+    prefix = body.hierarchicalPath + "."
+
+    def names(e, ctx: frozenset[str]) -> None:
+        if e is None:
+            return
+
+        def visit(x):
+            if isinstance(x, ast.Expression) and x.kind == EK.NamedValue and x.symbol.kind == SymK.Variable:
+                path = x.symbol.hierarchicalPath
+                (loop_uses if path in ctx else other).add(path)
+            return ast.VisitAction.Advance
+
+        e.visit(visit)
+
+    def stmt(st, ctx: frozenset[str]) -> None:
+        if st.kind == SKd.ForLoop:
+            mine = set()
+            for init in st.initializers:
+                if init.kind == EK.Assignment and init.left.kind == EK.NamedValue and \
+                        init.left.symbol.kind == SymK.Variable:
+                    mine.add(init.left.symbol.hierarchicalPath)
+            inner = ctx | frozenset(mine)
+            for init in st.initializers:
+                names(init, inner)
+            names(st.stopExpr, inner)
+            for step in st.steps:
+                names(step, inner)
+            stmt(st.body, inner)
+            return
+
+        def visit(x):
+            if x is st:
+                return ast.VisitAction.Advance
+            if isinstance(x, ast.Statement):
+                stmt(x, ctx)
+                return ast.VisitAction.Skip
+            if isinstance(x, ast.Expression):
+                names(x, ctx)
+                return ast.VisitAction.Skip
+            return ast.VisitAction.Advance
+
+        st.visit(visit)
+
+    def visit(x):
+        if isinstance(x, ast.Symbol):
+            if x.kind == SymK.ProceduralBlock:
+                stmt(x.body, frozenset())
+                return ast.VisitAction.Skip
+            if x.kind in (SymK.Instance, SymK.InstanceArray):
+                for inst in ([x] if x.kind == SymK.Instance else list(x.elements)):
+                    for pc in getattr(inst, "portConnections", []):
+                        names(pc.expression, frozenset())
+                return ast.VisitAction.Skip
+        if isinstance(x, ast.Expression):
+            names(x, frozenset())
+            return ast.VisitAction.Skip
+        if isinstance(x, ast.Statement):
+            stmt(x, frozenset())
+            return ast.VisitAction.Skip
+        return ast.VisitAction.Advance
+
+    body.visit(visit)
+    return {p for p in loop_uses - other if p.startswith(prefix)}
 
 
 def stale_static_reads(sub) -> list[tuple[str, object]]:
@@ -603,6 +830,7 @@ def _text(obj, width: int = 60) -> str:
 def build(fe: FrontEnd, top: ast.InstanceSymbol) -> Netlist:
     """The dependency graph of the design under ``top``."""
     b = _Builder(fe, top)
+    b.loop_locals |= loop_only_variables(top.body)
     for port in top.body.portList:
         name = port.name
         d = getattr(port, "direction", None)
@@ -611,4 +839,5 @@ def build(fe: FrontEnd, top: ast.InstanceSymbol) -> Netlist:
         if internal is not None and internal.kind in _VALUE_KINDS:
             b.node(internal)
     b.scope(top.body)
+    b.check_ports([f"{b.net.top}.{p}" for p, d in b.net.ports.items() if d == "in"])
     return b.net

@@ -91,11 +91,19 @@ _UNIT_KINDS = {SK.ModuleDeclaration: "module", SK.InterfaceDeclaration: "interfa
                SK.ClassDeclaration: "class", SK.ConfigDeclaration: "config"}
 _TOP_LEVEL_OK = {SK.ModuleDeclaration, SK.EmptyMember}
 _TOP_TIMING_PARENTS = {SK.AlwaysBlock, SK.AlwaysFFBlock, SK.AlwaysCombBlock, SK.AlwaysLatchBlock}
-# A comment that a tool reads as an instruction. Matched on the comment's first word(s).
+# A comment that a tool reads as an instruction. Tools match these keywords in lowercase only
+# (Verilator, Yosys and the synthesis tools are case-sensitive here), so the match is too: an
+# English sentence such as "Synthesis: ..." or "Icarus builds ..." is a comment, not a pragma.
+# "synthesis" and "pragma" are English words as well, so they count only when a directive word
+# follows them.
+_DIRECTIVE_WORDS = (r"translate_o(?:n|ff)|full_case|parallel_case|keep|preserve|dont_touch|"
+                    r"black_box|syn_\w+|attribute|template|infer_\w+|map_to_\w+|resource_sharing|"
+                    r"enum|state_vector|sync_set_reset\w*|async_set_reset\w*|one_hot|one_cold|"
+                    r"protect|coverage_o(?:n|ff)|lint_o(?:n|ff)|ramstyle|romstyle|ram_block")
 _PRAGMA = re.compile(
-    r"^[\s/*!]*(verilator|synopsys|synthesis|pragma|translate_o(n|ff)|lint_o(n|ff)|coverage_o(n|ff)|"
-    r"cadence|ambit|xilinx|altera|iverilog|icarus|vcs|vendor|tracing_o(n|ff)|parallel_case|"
-    r"full_case)\b", re.I)
+    r"^[\s/*!]*(?:(verilator|synopsys|translate_o(?:n|ff)|lint_o(?:n|ff)|coverage_o(?:n|ff)|"
+    r"tracing_o(?:n|ff)|parallel_case|full_case|cadence|ambit|xilinx|altera|exemplar|leonardo|"
+    r"synplify|magma|rtl_synthesis)\b|(synthesis|pragma|vcs|spyglass|xl)\s+(?:" + _DIRECTIVE_WORDS + r")\b)")
 _COMMENT_BODY = re.compile(r"^(//|/\*)(.*?)(\*/)?$", re.S)
 
 
@@ -203,6 +211,17 @@ class _Checker:
         elif k in _CONSTRUCTS:
             self.add("POL-CONSTRUCT", f"{_CONSTRUCTS[k]} ('{_snippet(n)}') is outside the design "
                      "subset the grader accepts; write plain RTL", loc)
+        elif k == SK.ModuleDeclaration and n.parent is not None and n.parent.kind != SK.CompilationUnit:
+            self.add("POL-NESTED", f"module '{_unit_name(n)}' is declared inside another module; simulators "
+                     "disagree about which module a nested name means (Icarus uses the global one, "
+                     "Verilator fails) -- declare helper modules at the top level of the file, with names "
+                     "of their own", loc)
+        elif k in (SK.IntegerVectorExpression, SK.IntegerLiteralExpression):
+            width = _unsized_width(n)
+            if width is not None and width > 32:
+                self.add("POL-LITERAL", f"the unsized literal '{str(n).strip()[:40]}' needs {width} bits; an unsized "
+                         "literal is 32 bits wide, and front ends disagree about wider ones -- give it a size "
+                         f"(e.g. {width}'h...)", loc)
         elif k == SK.TimingControlStatement and (n.parent is None
                                                  or n.parent.kind not in _TOP_TIMING_PARENTS):
             self.add("POL-CONSTRUCT", f"an event control inside a block ('{_snippet(n)}') is not "
@@ -229,6 +248,40 @@ class _Checker:
                 self.add("POL-DIRECTIVE", "an unknown directive or undefined macro (tool directives "
                          "such as `verilator_config or `systemc_* are not allowed); remove it", d.location)
         return self.out
+
+
+_DIGIT_BITS = {"'b": 1, "'o": 3, "'h": 4}
+
+
+def _unsized_width(n) -> int | None:
+    """Bits an unsized integer literal needs (None for a sized one or one that is not a number)."""
+    try:
+        if n.kind == SK.IntegerLiteralExpression:
+            return int(n.literal.rawText.replace("_", "")).bit_length()
+        if n.size is not None and n.size.rawText.strip():
+            return None
+        base = n.base.rawText.strip().lower().replace("s", "")
+        digits = n.value.rawText.replace("_", "").lower()
+    except (AttributeError, ValueError):
+        return None
+    if not digits:
+        return None
+    if base == "'d":
+        return int(digits).bit_length() if digits.isdigit() else 32
+    per = _DIGIT_BITS.get(base)
+    if per is None:
+        return None
+    digits = digits.lstrip("0") or "0"
+    if any(c in "xz?" for c in digits):
+        return per * len(digits)
+    return int(digits, {1: 2, 3: 8, 4: 16}[per]).bit_length()
+
+
+def _unit_name(n) -> str:
+    try:
+        return n.header.name.valueText
+    except AttributeError:
+        return "?"
 
 
 def _tokens(node) -> list:

@@ -13,6 +13,8 @@ RULES: dict[str, str] = {
     "GATE-INPUT": "a design file is too large, not text, or nested too deeply to analyse",
     "GATE-PARSE": "the design does not parse or elaborate (the gate's front end rejects it)",
     "GATE-LIMIT": "analysing the design exceeded the gate's CPU or memory budget",
+    "GATE-DIVERGE": "the simulator built a different design from the one the gate analysed "
+                    "(other primitive instances, generate blocks or parameter values)",
     # Policy, on the preprocessed text
     "POL-SYSCALL": "a system task or function that is not on the allowlist of pure ones",
     "POL-INCLUDE": "an `include directive",
@@ -31,6 +33,10 @@ RULES: dict[str, str] = {
     "POL-HIERREF": "a hierarchical reference (into the testbench, a primitive or another instance)",
     "POL-MODNAME": "a module (or other design unit) whose name is already taken",
     "POL-SIMDIFF": "code that differs between simulators' predefined macro sets",
+    "POL-NESTED": "a module declared inside another module",
+    "POL-LITERAL": "an unsized integer literal wider than 32 bits",
+    "POL-PORTDIR": "an input port driven inside its module, or an output port whose outside net "
+                   "has another driver (simulators make such ports bidirectional)",
     "POL-CONSTRUCT": "a construct outside the design subset (classes, interfaces, programs, "
                      "fork/join, waits, events, assertions, gate primitives...)",
     # Clock-domain structure, on the elaborated design
@@ -42,8 +48,10 @@ RULES: dict[str, str] = {
     "CDC-HANDSYNC": "a hand-written synchronizer (a flop chain sampling a foreign signal)",
     "CDC-BYPASS": "a synchronized signal also crosses raw, or a synchronizer output reaches a third "
                   "domain",
-    "CDC-MEM": "a memory written in one domain and read in another where the task does not "
-               "declare it",
+    "CDC-MEM": "a memory written in one domain and read in another, other than the cdc_ram "
+               "primitive or a task-declared memory used only as the data path",
+    "CDC-SAME-DOMAIN": "a synchronizer whose input comes from its own destination domain",
+    "CDC-REDUNDANT": "two or more synchronizers of the same source bits into the same domain",
 }
 
 ERROR = "error"
