@@ -29,6 +29,11 @@ from .netlist import Netlist, PrimInst, Write
 from .rules import WARNING, finding
 
 REWIRED = "synchronizer clock/reset rewired"
+PRIM_PORT_NAMES = {"we": "we_i", "waddr": "waddr_i", "wdata": "wdata_i", "raddr": "raddr_i"}
+
+
+def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is None or b is None or not (a[1] < b[0] or b[1] < a[0])
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,7 @@ class DomainCheck:
         self.check_ports_exist()
         self.assign_clocks()
         self.prim_ports()
+        self.check_redundant()
         self.compute_origins()
         self.collect_uses()
         self.classify_all()
@@ -194,10 +200,18 @@ class DomainCheck:
 
     def prim_ports(self) -> None:
         for p in self.net.prims:
+            if p.kind == "cdc_ram":
+                self.prim_dst[p.key] = self._ram_clock(p, "clk")
+                self._ram_clock(p, "src_clk")
+                continue
             dst = self._prim_clock(p, "clk", "rst")
             self.prim_dst[p.key] = dst
             if p.kind == "cdc_sync_pulse":
-                self._prim_clock(p, "src_clk", "src_rst")
+                src = self._prim_clock(p, "src_clk", "src_rst")
+                if src is not None and src == dst:
+                    self.add("CDC-SAME-DOMAIN", f"{p.name} has src_clk_i and dst_clk_i in the same domain {dst}; "
+                             "a synchronizer within one domain synchronizes nothing -- use a plain register, "
+                             "or clock its source side by the domain the pulse comes from", p.file, p.line)
                 continue
             nodes, pure, text = p.conns.get("d", (frozenset(), None, ""))
             if pure is None:
@@ -216,8 +230,43 @@ class DomainCheck:
             if len(doms) > 1:
                 self.add("CDC-SRCLOGIC", f"d_i of {p.name} ('{text}') mixes registers of different domains; "
                          "one synchronizer carries registers of one source domain", p.file, p.line)
+            elif dst is not None and doms == {dst}:
+                self.add("CDC-SAME-DOMAIN", f"d_i of {p.name} ('{text}') is a register of domain {dst}, the "
+                         "synchronizer's own destination domain; nothing crosses here -- use the register "
+                         "directly, or synchronize the other domain's register", p.file, p.line)
             if dst is not None:
                 self.prim_src_nodes.setdefault(dst, set()).update(regs)
+
+    def _ram_clock(self, p: PrimInst, role: str) -> str | None:
+        port = {"clk": "rclk_i", "src_clk": "wclk_i"}[role]
+        _n, cpure, ctext = p.conns.get(role, (frozenset(), None, "nothing"))
+        dom = self.clock_of(cpure) if cpure is not None else None
+        if dom is None:
+            self.add("CDC-REWIRE", f"{REWIRED}: {port} of {p.name} is driven by '{ctext}', which is not one of "
+                     "the task's clocks; connect it to the clock port of the domain that "
+                     f"{'writes' if role == 'src_clk' else 'reads'} the memory", p.file, p.line)
+        return dom
+
+    def check_redundant(self) -> None:
+        """CDC-REDUNDANT: primitives carrying overlapping bits of one source signal into one domain.
+        Each has its own late choices, so the copies can disagree -- which no real design wants and
+        which lets a design read whichever copy happens to be early."""
+        seen: dict[tuple[str, str], list[tuple[tuple[int, int] | None, PrimInst]]] = {}
+        reported: set[str] = set()
+        for p in self.net.prims:
+            dst = self.prim_dst.get(p.key)
+            if p.kind == "cdc_ram" or dst is None or not p.dparts:
+                continue
+            for node, bits in p.dparts:
+                node = self.alias(node)
+                for obits, other in seen.get((dst, node), []):
+                    if other is not p and _overlap(bits, obits) and p.key not in reported:
+                        reported.add(p.key)
+                        self.add("CDC-REDUNDANT", f"{p.name} and {other.name} both synchronize "
+                                 f"'{self.name(node)}' into domain {dst}; the copies can disagree for a cycle -- "
+                                 "synchronize each source bit once and share the synchronized copy",
+                                 p.file, p.line)
+                seen.setdefault((dst, node), []).append((bits, p))
 
     def _prim_clock(self, p: PrimInst, clk_role: str, rst_role: str) -> str | None:
         port = {"clk": "clk_i", "rst": "rst_ni", "src_clk": "src_clk_i", "src_rst": "src_rst_ni"}
@@ -330,6 +379,19 @@ class DomainCheck:
             for o in origins:
                 self.uses.append(_Use(o, dom, f"the output '{port}' (domain {dom})", file, line))
         for p in self.net.prims:
+            if p.kind == "cdc_ram":
+                src, dst = self._prim_src_domain(p), self.prim_dst.get(p.key)
+                for role, dom in (("we", src), ("waddr", src), ("wdata", src), ("raddr", dst)):
+                    nodes, _pure, _text = p.conns.get(role, (frozenset(), None, ""))
+                    if dom is None:
+                        continue
+                    origins = self.origins_of(nodes)
+                    if role == "wdata" and dst is not None:
+                        self.prim_src_nodes.setdefault(dst, set()).update(
+                            o.key for o in origins if o.kind == "flop")
+                    for o in origins:
+                        self.uses.append(_Use(o, dom, f"{PRIM_PORT_NAMES[role]} of {p.name}", p.file, p.line))
+                continue
             if p.kind != "cdc_sync_pulse":
                 continue
             src = self._prim_src_domain(p)
@@ -456,7 +518,9 @@ class DomainCheck:
         return False
 
     def _matches(self, key: str, name: str) -> bool:
-        return key == f"{self.net.top}.{name}" or key.endswith("." + name)
+        """A declared memory is matched by its exact path below the top (never by a suffix: a
+        second memory in a generate block or a helper module is another memory)."""
+        return key == f"{self.net.top}.{name}"
 
     def _declared_memory(self, key: str) -> bool:
         return key in self.stand_ins or any(self._matches(key, m) for m in self.cross)
@@ -470,6 +534,10 @@ class DomainCheck:
                          "a memory (an unpacked array); keep the task's memory as it is",
                          node.file, node.line)
                 continue
+            if key in self.net.ctrl_reads:
+                self.add("CDC-MEM", f"the memory '{node.name}' crosses domains as data only, but its contents "
+                         "are used in a condition, case selector or loop bound; compare or decide on "
+                         "synchronized values instead", node.file, node.line)
             comb = [w for w in node.writes if w.block is None]
             doms = {d for d in self.flop_domains.get(key, set()) if d is not None}
             if comb or len(doms) > 1:

@@ -88,6 +88,8 @@ class PrimInst:
     line: int | None
     conns: dict[str, tuple[frozenset[str], frozenset[str] | None, str]] = field(default_factory=dict)
     # role -> (nodes read, pure selection or None, expression text); "q" holds the driven nodes
+    dparts: list[tuple[str, tuple[int, int] | None]] | None = None
+    # the data input as (node, constant bit range or None for all of it), if a plain selection
 
 
 @dataclass
@@ -105,6 +107,7 @@ class Netlist:
     calls: dict[str, set[int | None]] = field(default_factory=dict)  # subroutine -> calling blocks
     params: list[tuple[str, str]] = field(default_factory=list)  # (path below the top, integer value)
     scopes: list[str] = field(default_factory=list)  # helper instances and generate blocks built
+    ctrl_reads: set[str] = field(default_factory=set)  # nodes read in a condition, selector or bound
 
     def elaboration(self) -> dict:
         """What the gate elaborated, in the form the build is compared with (simulators.py):
@@ -336,6 +339,7 @@ class _Builder:
             return ast.VisitAction.Advance
 
         stmt.visit(visit)
+        self.net.ctrl_reads |= header
         inner = ctrl | frozenset(header)
         for c in children:
             self.statement(c, inner, block)
@@ -447,6 +451,28 @@ class _Builder:
                         self.net.scopes.append(self.net.short(e.hierarchicalPath))
                         self.scope(e)
 
+    def sel_parts(self, e) -> list[tuple[str, tuple[int, int] | None]] | None:
+        """A plain selection as (node, constant bit range or None), or None for anything else."""
+        k = e.kind
+        if k == EK.NamedValue and e.symbol.kind in _VALUE_KINDS:
+            return [(self.node(e.symbol), None)]
+        if k in (EK.ElementSelect, EK.RangeSelect) and e.value.kind == EK.NamedValue \
+                and e.value.symbol.kind in _VALUE_KINDS:
+            return [(self.node(e.value.symbol), _lhs_bits(e))]
+        if k == EK.Conversion:
+            return self.sel_parts(e.operand)
+        if k == EK.Concatenation:
+            out: list = []
+            for op in e.operands:
+                part = self.sel_parts(op)
+                if part is None:
+                    return None
+                out.extend(part)
+            return out
+        if k in (EK.IntegerLiteral, EK.UnbasedUnsizedIntegerLiteral):
+            return []
+        return None
+
     def scope_param(self, m) -> None:
         bits = _bits_of(m.value)
         if bits is not None:
@@ -470,6 +496,8 @@ class _Builder:
                     p.conns["q"] = (frozenset(targets), None, _text(expr))
                 else:
                     p.conns[role] = (frozenset(self.reads(expr)), self.pure(expr), _text(expr))
+                    if role == "d":
+                        p.dparts = self.sel_parts(expr)
             self.net.prims.append(p)
             for m in inst.body:  # the primitive's own parameters (WIDTH), not its internals
                 if m.kind == SymK.Parameter:
