@@ -698,20 +698,63 @@ def loop_only_variables(body) -> set[str]:
     return {p for p in loop_uses - other if p.startswith(prefix)}
 
 
+_BIN = {
+    ast.BinaryOperator.Add: lambda a, b: a + b, ast.BinaryOperator.Subtract: lambda a, b: a - b,
+    ast.BinaryOperator.Multiply: lambda a, b: a * b,
+    ast.BinaryOperator.LogicalShiftLeft: lambda a, b: a << b if 0 <= b < 64 else None,
+    ast.BinaryOperator.LogicalShiftRight: lambda a, b: a >> b if 0 <= b < 64 else None,
+    ast.BinaryOperator.LessThan: lambda a, b: int(a < b), ast.BinaryOperator.LessThanEqual: lambda a, b: int(a <= b),
+    ast.BinaryOperator.GreaterThan: lambda a, b: int(a > b),
+    ast.BinaryOperator.GreaterThanEqual: lambda a, b: int(a >= b),
+    ast.BinaryOperator.Inequality: lambda a, b: int(a != b), ast.BinaryOperator.Equality: lambda a, b: int(a == b),
+}
+MAX_UNROLL = 256
+
+
+def _eval(e, env: dict[str, int]) -> int | None:
+    """The integer value of a small index expression, loop variables taken from ``env``."""
+    if e is None:
+        return None
+    k = e.kind
+    if k == EK.NamedValue and e.symbol.hierarchicalPath in env:
+        return env[e.symbol.hierarchicalPath]
+    if k == EK.Conversion:
+        return _eval(e.operand, env)
+    if k == EK.BinaryOp and e.op in _BIN:
+        a, b = _eval(e.left, env), _eval(e.right, env)
+        return None if a is None or b is None else _BIN[e.op](a, b)
+    if k == EK.UnaryOp and e.op == ast.UnaryOperator.Minus:
+        a = _eval(e.operand, env)
+        return None if a is None else -a
+    return _const_int(e)
+
+
+def _range_of(sym) -> tuple[int, int] | None:
+    try:
+        r = sym.type.fixedRange
+        return (min(r.left, r.right), max(r.left, r.right))
+    except (AttributeError, TypeError):
+        return None
+
+
 def stale_static_reads(sub) -> list[tuple[str, object]]:
     """Static variables of a subroutine that may be read before the call assigns them.
 
     Such a variable carries a value from one call to the next -- from a call in one clock
-    domain to a call in the other -- which no signal in the netlist shows. A write to any part
-    of a variable counts as assigning it (optimistic for partial writes; docs/gate.md).
+    domain to a call in the other -- which no signal in the netlist shows. The analysis is a
+    dataflow over the body, per bit where selects are constant: loops with constant bounds are
+    unrolled (so a loop that fills a vector, or reads a bit the previous iteration wrote, is
+    followed exactly), and a case that lists every value of its selector needs no default.
+    Elsewhere a write to any part of a variable counts as assigning all of it (optimistic for
+    partial writes; docs/gate.md).
     """
     prefix = sub.hierarchicalPath + "."
-    tracked: set[str] = set()
+    tracked: dict[str, tuple[int, int] | None] = {}
 
     def collect(x):
         if isinstance(x, ast.Symbol) and x.kind == SymK.Variable and \
                 x.lifetime == ast.VariableLifetime.Static and x.hierarchicalPath.startswith(prefix):
-            tracked.add(x.hierarchicalPath)
+            tracked[x.hierarchicalPath] = _range_of(x)
         elif isinstance(x, ast.Statement) and x.kind == SKd.VariableDeclaration:
             collect(x.symbol)
         return ast.VisitAction.Advance
@@ -720,108 +763,231 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
         collect(m)
     rv = getattr(sub, "returnValVar", None)
     if rv is not None and sub.defaultLifetime == ast.VariableLifetime.Static:
-        tracked.add(rv.hierarchicalPath)
+        tracked[rv.hierarchicalPath] = _range_of(rv)
     sub.body.visit(collect)
     if not tracked:
         return []
     stale: list[tuple[str, object]] = []
+    ALL = None  # noqa: N806 -- "every bit assigned"
+    State = dict  # noqa: N806 -- path -> set of assigned bits, or ALL
 
-    def check(expr, assigned: set[str]) -> None:
+    def full(path: str, bits) -> bool:
+        if bits is ALL:
+            return True
+        r = tracked.get(path)
+        return r is not None and all(i in bits for i in range(r[0], r[1] + 1))
+
+    def has(st: State, path: str, bit: int | None) -> bool:
+        if path not in st:
+            return False
+        bits = st[path]
+        return full(path, bits) if bit is None else (bits is ALL or bit in bits)
+
+    def check(expr, st: State, env: dict[str, int]) -> None:
         if expr is None:
             return
 
         def visit(x):
-            if isinstance(x, ast.Expression) and x.kind == EK.NamedValue:
-                k = x.symbol.hierarchicalPath
-                if k in tracked and k not in assigned:
-                    stale.append((x.symbol.name, x.sourceRange.start))
+            if isinstance(x, ast.Expression):
+                if x.kind == EK.ConditionalOp and len(x.conditions) == 1:
+                    c = _eval(x.conditions[0].expr, env)
+                    if c is not None:  # a condition known here (loop unrolled): one branch runs
+                        check(x.left if c else x.right, st, env)
+                        return ast.VisitAction.Skip
+                if x.kind == EK.ElementSelect and x.value.kind == EK.NamedValue and \
+                        x.value.symbol.hierarchicalPath in tracked:
+                    i = _eval(x.selector, env)
+                    if not has(st, x.value.symbol.hierarchicalPath, i):
+                        stale.append((x.value.symbol.name, x.sourceRange.start))
+                    check(x.selector, st, env)
+                    return ast.VisitAction.Skip
+                if x.kind == EK.NamedValue:
+                    k = x.symbol.hierarchicalPath
+                    if k in tracked and not has(st, k, None):
+                        stale.append((x.symbol.name, x.sourceRange.start))
             return ast.VisitAction.Advance
 
         expr.visit(visit)
 
-    def targets(lhs) -> set[str]:
-        out: set[str] = set()
-        while lhs is not None and lhs.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
-            lhs = lhs.value
-        if lhs is not None and lhs.kind == EK.NamedValue:
-            out.add(lhs.symbol.hierarchicalPath)
-        elif lhs is not None and lhs.kind == EK.Concatenation:
+    def assign_target(lhs, st: State, env: dict[str, int]) -> State:
+        st = dict(st)
+        if lhs.kind == EK.Concatenation:
             for op in lhs.operands:
-                out |= targets(op)
-        return out
+                st = assign_target(op, st, env)
+            return st
+        bits = None
+        base = lhs
+        if lhs.kind == EK.ElementSelect:
+            i = _eval(lhs.selector, env)
+            bits = {i} if i is not None else None
+            base = lhs.value
+        elif lhs.kind == EK.RangeSelect:
+            a, b = _eval(lhs.left, env), _eval(lhs.right, env)
+            if a is not None and b is not None:
+                sk = ast.RangeSelectionKind
+                lo, hi = ((a, a + b - 1) if lhs.selectionKind == sk.IndexedUp else
+                          (a - b + 1, a) if lhs.selectionKind == sk.IndexedDown else (min(a, b), max(a, b)))
+                bits = set(range(lo, hi + 1)) if hi - lo < 4096 else None
+            base = lhs.value
+        while base.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+            base, bits = base.value, None
+        if base.kind == EK.NamedValue:
+            k = base.symbol.hierarchicalPath
+            if bits is None or st.get(k, set()) is ALL:
+                st[k] = ALL
+            else:
+                st[k] = set(st.get(k, set())) | bits
+                if full(k, st[k]):
+                    st[k] = ALL
+        return st
 
-    def assign_expr(e, assigned: set[str]) -> set[str]:
+    def assign_expr(e, st: State, env: dict[str, int]) -> State:
         if e.kind == EK.Assignment:
-            check(e.right, assigned)
+            check(e.right, st, env)
             lhs = e.left
             while lhs.kind in (EK.ElementSelect, EK.RangeSelect):  # selects read their indices
-                check(lhs.selector if lhs.kind == EK.ElementSelect else lhs.left, assigned)
+                check(lhs.selector if lhs.kind == EK.ElementSelect else lhs.left, st, env)
                 if lhs.kind == EK.RangeSelect:
-                    check(lhs.right, assigned)
+                    check(lhs.right, st, env)
                 lhs = lhs.value
             if e.isCompound:
-                check(e.left, assigned)
-            return assigned | targets(e.left)
-        check(e, assigned)
-        return assigned
+                check(e.left, st, env)
+            return assign_target(e.left, st, env)
+        check(e, st, env)
+        return st
 
-    def stmt(st, assigned: set[str]) -> set[str]:
-        k = st.kind
+    def meet(states: list[State]) -> State:
+        out: State = {}
+        for k in set.intersection(*(set(x) for x in states)):
+            vals = [x[k] for x in states]
+            if all(v is ALL for v in vals):
+                out[k] = ALL
+            else:
+                out[k] = set.intersection(*(set(range(tracked[k][0], tracked[k][1] + 1)) if v is ALL
+                                            and tracked.get(k) else (v or set()) for v in vals))
+        return out
+
+    def unrolled(st) -> list[int] | None:
+        """The loop variable's values, if the loop is `for (v = c; v OP c2; v = v +/- c3)`."""
+        if len(st.initializers) != 1 or len(st.steps) != 1:
+            return None
+        init = st.initializers[0]
+        if init.kind != EK.Assignment or init.left.kind != EK.NamedValue:
+            return None
+        var = init.left.symbol.hierarchicalPath
+        v = _eval(init.right, {})
+        if v is None:
+            return None
+        values = []
+        step = st.steps[0]
+        for _ in range(MAX_UNROLL + 1):
+            go = _eval(st.stopExpr, {var: v})
+            if go is None:
+                return None
+            if not go:
+                return values
+            values.append(v)
+            if step.kind == EK.Assignment and step.left.kind == EK.NamedValue and \
+                    step.left.symbol.hierarchicalPath == var:
+                nv = _eval(step.right, {var: v})
+                if step.isCompound:
+                    return None
+            elif step.kind == EK.UnaryOp and step.op in (ast.UnaryOperator.Postincrement,
+                                                         ast.UnaryOperator.Preincrement):
+                nv = v + 1
+            elif step.kind == EK.UnaryOp and step.op in (ast.UnaryOperator.Postdecrement,
+                                                         ast.UnaryOperator.Predecrement):
+                nv = v - 1
+            else:
+                return None
+            if nv is None:
+                return None
+            v = nv
+        return None
+
+    def case_is_full(st) -> bool:
+        try:
+            width = st.expr.type.bitWidth
+        except AttributeError:
+            return False
+        if not isinstance(width, int) or width > 10:
+            return False
+        values: set[int] = set()
+        for item in st.items:
+            for e in item.expressions:
+                v = _const_int(e)
+                if v is None:
+                    return False
+                values.add(v & ((1 << width) - 1))
+        return len(values) == 1 << width
+
+    def stmt(s_, st: State, env: dict[str, int]) -> State:
+        k = s_.kind
         if k == SKd.List:
-            for s2 in st.list:
-                assigned = stmt(s2, assigned)
-            return assigned
+            for s2 in s_.list:
+                st = stmt(s2, st, env)
+            return st
         if k == SKd.Block:
-            return stmt(st.body, assigned)
+            return stmt(s_.body, st, env)
         if k == SKd.ExpressionStatement:
-            return assign_expr(st.expr, assigned)
+            return assign_expr(s_.expr, st, env)
         if k == SKd.VariableDeclaration:
-            init = st.symbol.initializer
+            init = s_.symbol.initializer
             if init is not None:
-                check(init, assigned)
-                return assigned | {st.symbol.hierarchicalPath}
-            return assigned
+                check(init, st, env)
+                return {**st, s_.symbol.hierarchicalPath: ALL}
+            return st
         if k == SKd.Conditional:
-            for c in st.conditions:
-                check(c.expr, assigned)
-            yes = stmt(st.ifTrue, set(assigned))
-            no = stmt(st.ifFalse, set(assigned)) if st.ifFalse is not None else assigned
-            return yes & no
+            for c in s_.conditions:
+                check(c.expr, st, env)
+            yes = stmt(s_.ifTrue, dict(st), env)
+            no = stmt(s_.ifFalse, dict(st), env) if s_.ifFalse is not None else st
+            return meet([yes, no])
         if k == SKd.Case:
-            check(st.expr, assigned)
+            check(s_.expr, st, env)
             outs = []
-            for item in st.items:
+            for item in s_.items:
                 for e in item.expressions:
-                    check(e, assigned)
-                outs.append(stmt(item.stmt, set(assigned)))
-            outs.append(stmt(st.defaultCase, set(assigned)) if st.defaultCase is not None else assigned)
-            return set.intersection(*outs)
+                    check(e, st, env)
+                outs.append(stmt(item.stmt, dict(st), env))
+            if s_.defaultCase is not None:
+                outs.append(stmt(s_.defaultCase, dict(st), env))
+            elif not case_is_full(s_):
+                outs.append(st)
+            return meet(outs) if outs else st
         if k == SKd.ForLoop:
-            for init in st.initializers:
-                assigned = assign_expr(init, assigned)
-            check(st.stopExpr, assigned)
-            inner = stmt(st.body, set(assigned))
-            for step in st.steps:
-                assign_expr(step, inner)
-            return assigned
+            values = unrolled(s_)
+            if values is not None:
+                var = s_.initializers[0].left.symbol.hierarchicalPath
+                st = assign_expr(s_.initializers[0], st, env)
+                for v in values:
+                    st = stmt(s_.body, st, {**env, var: v})
+                return st
+            for init in s_.initializers:
+                st = assign_expr(init, st, env)
+            check(s_.stopExpr, st, env)
+            inner = stmt(s_.body, dict(st), env)
+            for step in s_.steps:
+                assign_expr(step, inner, env)
+            return st
         if k in (SKd.WhileLoop, SKd.DoWhileLoop, SKd.RepeatLoop):
-            check(getattr(st, "cond", None) or getattr(st, "count", None), assigned)
-            inner = stmt(st.body, set(assigned))
-            return inner if k == SKd.DoWhileLoop else assigned
+            check(getattr(s_, "cond", None) or getattr(s_, "count", None), st, env)
+            inner = stmt(s_.body, dict(st), env)
+            return inner if k == SKd.DoWhileLoop else st
         if k == SKd.Return:
-            check(getattr(st, "expr", None), assigned)
-            return assigned
+            check(getattr(s_, "expr", None), st, env)
+            return st
         # Anything else: every tracked name it reads must already be assigned.
         def visit(x):
             if isinstance(x, ast.Expression):
-                check(x, assigned)
+                check(x, st, env)
                 return ast.VisitAction.Skip
             return ast.VisitAction.Advance
 
-        st.visit(visit)
-        return assigned
+        s_.visit(visit)
+        return st
 
-    stmt(sub.body, set())
+    stmt(sub.body, {}, {})
     seen: set[str] = set()
     return [(n, loc) for n, loc in stale if not (n in seen or seen.add(n))]
 

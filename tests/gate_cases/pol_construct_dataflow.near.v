@@ -1,0 +1,108 @@
+// task: handshake
+// expect: pass
+// what: static function locals filled by constant-bound loops, a loop-carried Gray-to-binary, a full case without default
+// hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
+// acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
+// signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
+// The acknowledger pulses served_o once per request it takes.
+//
+// Protocol: two-phase. The requester toggles req_q once per request; the acknowledger serves
+// a request whenever its synchronized copy of req_q differs from the last value it served, and
+// answers by copying it into ack_q. A request is acknowledged when the synchronized ack_q equals
+// req_q again. Both crossings are levels that stay put until the other side answers, so the
+// protocol does not depend on synchronizer latency.
+module hs_top (
+  input  wire clk_a_i,    // requester clock (fast)
+  input  wire rst_a_ni,   // requester reset, active low
+  input  wire clk_b_i,    // acknowledger clock (slow)
+  input  wire rst_b_ni,   // acknowledger reset, active low
+  input  wire start_i,    // clk_a: request; taken on a clk_a edge where start_i && ready_o
+  output wire ready_o,    // clk_a: the requester is idle
+  output reg  done_o,     // clk_a: one-cycle pulse, the request was acknowledged
+  output reg  served_o    // clk_b: one-cycle pulse, the acknowledger took a request
+);
+  // ---------------- requester (clk_a) ----------------
+  reg  req_q;      // toggles once per request
+  reg  busy_q;
+  wire ack_s;      // acknowledger's ack, synchronized into clk_a
+
+  always @(posedge clk_a_i or negedge rst_a_ni) begin
+    if (!rst_a_ni) begin
+      req_q  <= 1'b0;
+      busy_q <= 1'b0;
+      done_o <= 1'b0;
+    end else begin
+      done_o <= 1'b0;
+      if (!busy_q && start_i) begin
+        req_q  <= ~req_q;
+        busy_q <= 1'b1;
+      end else if (busy_q && ack_s == req_q) begin
+        busy_q <= 1'b0;
+        done_o <= 1'b1;
+      end
+    end
+  end
+  assign ready_o = !busy_q;
+
+  // ---------------- acknowledger (clk_b) ----------------
+  wire req_s;      // requester's req_q, synchronized into clk_b
+  reg  seen_q;     // the request toggle last served
+  reg  ack_q;      // the request toggle acknowledged (a level)
+
+  always @(posedge clk_b_i or negedge rst_b_ni) begin
+    if (!rst_b_ni) begin
+      seen_q   <= 1'b0;
+      ack_q    <= 1'b0;
+      served_o <= 1'b0;
+    end else begin
+      served_o <= 1'b0;
+      if (req_s != seen_q) begin
+        seen_q   <= req_s;
+        ack_q    <= req_s;
+        served_o <= 1'b1;
+      end
+    end
+  end
+
+  // Pure helper functions, called in both domains.
+  function [3:0] g2b(input [3:0] g);  // Gray to binary: each bit reads the one above it
+    reg [3:0] b;
+    integer i;
+    begin
+      for (i = 3; i >= 0; i = i - 1)
+        b[i] = (i == 3) ? g[i] : b[i + 1] ^ g[i];
+      g2b = b;
+    end
+  endfunction
+  function [3:0] rev(input [3:0] x);  // fills a local in a constant-bound loop
+    reg [3:0] r;
+    integer j;
+    begin
+      for (j = 0; j < 4; j = j + 1) r[j] = x[3 - j];
+      rev = r;
+    end
+  endfunction
+  function [1:0] enc(input [1:0] s);  // a case that lists every value, no default
+    reg [1:0] e;
+    begin
+      case (s)
+        2'd0: e = 2'd1;
+        2'd1: e = 2'd3;
+        2'd2: e = 2'd2;
+        2'd3: e = 2'd0;
+      endcase
+      enc = e;
+    end
+  endfunction
+  reg [3:0] mix_a_q;
+  always @(posedge clk_a_i or negedge rst_a_ni)
+    if (!rst_a_ni) mix_a_q <= 4'd0;
+    else mix_a_q <= g2b(rev({mix_a_q[2:0], req_q})) ^ {2'b00, enc(mix_a_q[1:0])};
+  reg [3:0] mix_b_q;
+  always @(posedge clk_b_i or negedge rst_b_ni)
+    if (!rst_b_ni) mix_b_q <= 4'd0;
+    else mix_b_q <= g2b(rev({mix_b_q[2:0], seen_q})) ^ {2'b00, enc(mix_b_q[1:0])};
+  // ---------------- crossings ----------------
+  cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
+  cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
+endmodule
