@@ -152,7 +152,7 @@ class Icarus(Simulator):
         return _icarus_version()
 
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
-        files = stage_sources(task, design, workdir)
+        files = stage_sources(task, {n: icarus_always_comb(t) for n, t in design.items()}, workdir)
         # -gstrict-expr-width: expression widths as the standard (and the gate's front end) has them
         argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-s", task.tb_top, "-o", "sim.vvp",
                 *[str(f.relative_to(workdir)) for f in files]]
@@ -269,3 +269,26 @@ def icarus_elaboration(vvp_text: str, tb_top: str, top: str, primitives: frozens
 
 def _generic_path(path: str) -> str:
     return re.sub(r"\bgenblk\d+", "genblk*", path)
+
+
+# ----- always_comb on Icarus 11 -----
+_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\\\S+|`?[A-Za-z_$][A-Za-z0-9_$]*|.', re.S)
+
+
+def icarus_always_comb(text: str) -> str:
+    """The design text Icarus 11 compiles: ``always_comb`` as ``always @*`` in a file that
+    declares a function.
+
+    Icarus 11 makes an always_comb block sensitive to the variables of the functions it calls,
+    so two such blocks calling one function with a local loop variable wake each other forever
+    at time 0. ``always @*`` is sensitive to what the block itself reads (the arguments), which
+    for the gate's subset -- no function may carry state between calls (POL-CONSTRUCT) -- is the
+    same combinational logic. Done on the token stream: comments, strings and escaped
+    identifiers are never touched. A file without functions is compiled as written.
+    """
+    if "always_comb" not in text or "function" not in text:
+        return text
+    toks = _TOKENS.findall(text)
+    if "function" not in toks or "always_comb" not in toks:
+        return text
+    return "".join("always @*" if t == "always_comb" else t for t in toks)
