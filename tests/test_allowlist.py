@@ -1,7 +1,7 @@
 """The allowlist stage: a submission becomes exactly the new text of the task's editable file,
 or is refused with a reason. Diffs that touch other files, create, delete, rename, re-mode or
-symlink files, name any file but the editable one, climb with .., or name files like simulator options never get
-through."""
+symlink files, name any file but the editable one, climb with .., or name files like simulator
+options never get through."""
 
 from __future__ import annotations
 

@@ -46,11 +46,15 @@ def test_case(path):
         assert any(isinstance(f["line"], int) for f in mine) or h["expect"].startswith("GATE-")
 
 
+# Rules decided after the build, not by run_gate alone: tested in tests/test_gate_diverge.py.
+BUILD_RULES = {"GATE-DIVERGE"}
+
+
 def test_every_rule_has_a_trips_and_a_near_miss_fixture():
     trips = {_header(p)["expect"] for p in ALL if ".trips" in p.name}
     near = {p.name.split(".")[0] for p in ALL if ".near" in p.name}
-    assert set(RULES) <= trips, sorted(set(RULES) - trips)
-    stems = {r.lower().replace("-", "_") for r in RULES}
+    assert set(RULES) - BUILD_RULES <= trips, sorted(set(RULES) - BUILD_RULES - trips)
+    stems = {r.lower().replace("-", "_") for r in set(RULES) - BUILD_RULES}
     assert stems <= near, sorted(stems - near)
     assert all(_header(p)["expect"] == "pass" for p in ALL if ".near" in p.name)
 

@@ -60,7 +60,8 @@ def message(detail: str) -> str:
             "give localparams a type, e.g. localparam logic [4:0] X = 5'd15 + 5'd1)")
 
 
-def check_build(sim_name: str, workdir, tb_top: str, top: str, gate_elab: dict | None) -> tuple[str, str] | None:
+def check_build(sim_name: str, workdir, tb_top: str, top: str,
+                gate_elab: dict | None) -> tuple[str, str] | None:
     """After a successful build: None if the build matches the gate's elaboration, else
     ("refused", message) or ("tool_error", why). Icarus only: Verilator refuses the constructs
     on which the front ends are known to differ (see docs/gate.md)."""

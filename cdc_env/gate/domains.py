@@ -86,6 +86,7 @@ class DomainCheck:
         self.order: list[tuple] = []
         self.first_line: dict[tuple, tuple] = {}
         self.stand_ins: set[str] = set()
+        self.same_domain: list[tuple[PrimInst, str]] = []
 
     # ----- helpers -----
     def add(self, rule: str, msg: str, file: str | None, line: int | None) -> None:
@@ -160,6 +161,10 @@ class DomainCheck:
         self.collect_uses()
         self.classify_all()
         self.check_memories()
+        for p, msg in self.same_domain:  # a primitive already reported as rewired is not also this
+            if not any(f["rule"] == "CDC-REWIRE" and f["line"] == p.line and p.name in f["message"]
+                       for f in self.findings):
+                self.add("CDC-SAME-DOMAIN", msg, p.file, p.line)
         return self.findings
 
     def check_ports_exist(self) -> None:
@@ -209,9 +214,11 @@ class DomainCheck:
             if p.kind == "cdc_sync_pulse":
                 src = self._prim_clock(p, "src_clk", "src_rst")
                 if src is not None and src == dst:
-                    self.add("CDC-SAME-DOMAIN", f"{p.name} has src_clk_i and dst_clk_i in the same domain {dst}; "
-                             "a synchronizer within one domain synchronizes nothing -- use a plain register, "
-                             "or clock its source side by the domain the pulse comes from", p.file, p.line)
+                    self.same_domain.append((p, f"{p.name} has src_clk_i and dst_clk_i in the same domain "
+                                             f"{dst}; a synchronizer within one domain synchronizes "
+                                             "nothing -- "
+                                             "use a plain register, or clock its source side by the domain "
+                                             "the pulse comes from"))
                 continue
             nodes, pure, text = p.conns.get("d", (frozenset(), None, ""))
             if pure is None:
@@ -231,9 +238,10 @@ class DomainCheck:
                 self.add("CDC-SRCLOGIC", f"d_i of {p.name} ('{text}') mixes registers of different domains; "
                          "one synchronizer carries registers of one source domain", p.file, p.line)
             elif dst is not None and doms == {dst}:
-                self.add("CDC-SAME-DOMAIN", f"d_i of {p.name} ('{text}') is a register of domain {dst}, the "
-                         "synchronizer's own destination domain; nothing crosses here -- use the register "
-                         "directly, or synchronize the other domain's register", p.file, p.line)
+                self.same_domain.append((p, f"d_i of {p.name} ('{text}') is a register of domain {dst}, "
+                                         "the synchronizer's own destination domain; nothing crosses here -- "
+                                         "use the register directly, or synchronize the other domain's "
+                                         "register"))
             if dst is not None:
                 self.prim_src_nodes.setdefault(dst, set()).update(regs)
 
@@ -242,7 +250,8 @@ class DomainCheck:
         _n, cpure, ctext = p.conns.get(role, (frozenset(), None, "nothing"))
         dom = self.clock_of(cpure) if cpure is not None else None
         if dom is None:
-            self.add("CDC-REWIRE", f"{REWIRED}: {port} of {p.name} is driven by '{ctext}', which is not one of "
+            self.add("CDC-REWIRE", f"{REWIRED}: {port} of {p.name} is driven by '{ctext}', which is not "
+                     "one of "
                      "the task's clocks; connect it to the clock port of the domain that "
                      f"{'writes' if role == 'src_clk' else 'reads'} the memory", p.file, p.line)
         return dom
@@ -263,7 +272,8 @@ class DomainCheck:
                     if other is not p and _overlap(bits, obits) and p.key not in reported:
                         reported.add(p.key)
                         self.add("CDC-REDUNDANT", f"{p.name} and {other.name} both synchronize "
-                                 f"'{self.name(node)}' into domain {dst}; the copies can disagree for a cycle -- "
+                                 f"'{self.name(node)}' into domain {dst}; the copies can disagree for a "
+                                 "cycle -- "
                                  "synchronize each source bit once and share the synchronized copy",
                                  p.file, p.line)
                 seen.setdefault((dst, node), []).append((bits, p))
@@ -535,7 +545,8 @@ class DomainCheck:
                          node.file, node.line)
                 continue
             if key in self.net.ctrl_reads:
-                self.add("CDC-MEM", f"the memory '{node.name}' crosses domains as data only, but its contents "
+                self.add("CDC-MEM", f"the memory '{node.name}' crosses domains as data only, but its "
+                         "contents "
                          "are used in a condition, case selector or loop bound; compare or decide on "
                          "synchronized values instead", node.file, node.line)
             comb = [w for w in node.writes if w.block is None]

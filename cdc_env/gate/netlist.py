@@ -703,10 +703,12 @@ _BIN = {
     ast.BinaryOperator.Multiply: lambda a, b: a * b,
     ast.BinaryOperator.LogicalShiftLeft: lambda a, b: a << b if 0 <= b < 64 else None,
     ast.BinaryOperator.LogicalShiftRight: lambda a, b: a >> b if 0 <= b < 64 else None,
-    ast.BinaryOperator.LessThan: lambda a, b: int(a < b), ast.BinaryOperator.LessThanEqual: lambda a, b: int(a <= b),
+    ast.BinaryOperator.LessThan: lambda a, b: int(a < b),
+    ast.BinaryOperator.LessThanEqual: lambda a, b: int(a <= b),
     ast.BinaryOperator.GreaterThan: lambda a, b: int(a > b),
     ast.BinaryOperator.GreaterThanEqual: lambda a, b: int(a >= b),
-    ast.BinaryOperator.Inequality: lambda a, b: int(a != b), ast.BinaryOperator.Equality: lambda a, b: int(a == b),
+    ast.BinaryOperator.Inequality: lambda a, b: int(a != b),
+    ast.BinaryOperator.Equality: lambda a, b: int(a == b),
 }
 MAX_UNROLL = 256
 

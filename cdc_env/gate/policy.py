@@ -219,8 +219,9 @@ class _Checker:
         elif k in (SK.IntegerVectorExpression, SK.IntegerLiteralExpression):
             width = _unsized_width(n)
             if width is not None and width > 32:
-                self.add("POL-LITERAL", f"the unsized literal '{str(n).strip()[:40]}' needs {width} bits; an unsized "
-                         "literal is 32 bits wide, and front ends disagree about wider ones -- give it a size "
+                self.add("POL-LITERAL", f"the unsized literal '{str(n).strip()[:40]}' needs {width} bits; an "
+                         "unsized literal is 32 bits wide, and front ends disagree about wider ones -- "
+                         "give it a size "
                          f"(e.g. {width}'h...)", loc)
         elif k == SK.TimingControlStatement and (n.parent is None
                                                  or n.parent.kind not in _TOP_TIMING_PARENTS):
