@@ -535,6 +535,26 @@ class DomainCheck:
     def _declared_memory(self, key: str) -> bool:
         return key in self.stand_ins or any(self._matches(key, m) for m in self.cross)
 
+    def _feeds_control(self, mem: str) -> bool:
+        """Whether a value read from ``mem`` reaches -- through any logic or register -- a condition,
+        case selector or loop bound (a declared memory may carry data only)."""
+        users: dict[str, set[str]] = {}
+        for key, node in self.net.nodes.items():
+            for w in node.writes:
+                for d in w.deps:
+                    users.setdefault(d, set()).add(key)
+        seen = {mem}
+        work = [mem]
+        while work:
+            k = work.pop()
+            if k in self.net.ctrl_reads:
+                return True
+            for u in users.get(k, ()):
+                if u not in seen:
+                    seen.add(u)
+                    work.append(u)
+        return False
+
     def check_memories(self) -> None:
         for key, node in self.net.nodes.items():
             if not self._declared_memory(key):
@@ -544,7 +564,7 @@ class DomainCheck:
                          "a memory (an unpacked array); keep the task's memory as it is",
                          node.file, node.line)
                 continue
-            if key in self.net.ctrl_reads:
+            if self._feeds_control(key):
                 self.add("CDC-MEM", f"the memory '{node.name}' crosses domains as data only, but its "
                          "contents "
                          "are used in a condition, case selector or loop bound; compare or decide on "

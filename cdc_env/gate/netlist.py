@@ -710,7 +710,12 @@ _BIN = {
     ast.BinaryOperator.Inequality: lambda a, b: int(a != b),
     ast.BinaryOperator.Equality: lambda a, b: int(a == b),
 }
-MAX_UNROLL = 256
+MAX_UNROLL = 256  # iterations of one loop
+MAX_UNROLLED_STATEMENTS = 4000  # statements visited per subroutine while unrolling
+
+
+class _OverBudget(Exception):
+    pass
 
 
 def _eval(e, env: dict[str, int]) -> int | None:
@@ -924,6 +929,10 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
         return len(values) == 1 << width
 
     def stmt(s_, st: State, env: dict[str, int]) -> State:
+        if env:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _OverBudget
         k = s_.kind
         if k == SKd.List:
             for s2 in s_.list:
@@ -958,7 +967,7 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
                 outs.append(st)
             return meet(outs) if outs else st
         if k == SKd.ForLoop:
-            values = unrolled(s_)
+            values = unrolled(s_) if unroll[0] else None
             if values is not None:
                 var = s_.initializers[0].left.symbol.hierarchicalPath
                 st = assign_expr(s_.initializers[0], st, env)
@@ -971,7 +980,8 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
             inner = stmt(s_.body, dict(st), env)
             for step in s_.steps:
                 assign_expr(step, inner, env)
-            return st
+            runs = unrolled(s_) if not unroll[0] else None
+            return inner if runs else st  # a loop known to run at least once leaves its writes
         if k in (SKd.WhileLoop, SKd.DoWhileLoop, SKd.RepeatLoop):
             check(getattr(s_, "cond", None) or getattr(s_, "count", None), st, env)
             inner = stmt(s_.body, dict(st), env)
@@ -989,7 +999,14 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
         s_.visit(visit)
         return st
 
-    stmt(sub.body, {}, {})
+    budget = [MAX_UNROLLED_STATEMENTS]
+    unroll = [True]
+    try:
+        stmt(sub.body, {}, {})
+    except _OverBudget:  # nested loops too long to unroll: the loop-insensitive analysis instead
+        stale.clear()
+        unroll[0] = False
+        stmt(sub.body, {}, {})
     seen: set[str] = set()
     return [(n, loc) for n, loc in stale if not (n in seen or seen.add(n))]
 
