@@ -53,6 +53,9 @@ def input_problem(name: str, text: object) -> str | None:
         return f"{name}: {len(data)} bytes; a design file is at most {MAX_FILE_BYTES}"
     if b"\x00" in data:
         return f"{name}: contains NUL bytes; not Verilog text"
+    if "\ufeff" in text:  # Icarus 11 drops the text after a byte-order mark
+        line = text.count("\n", 0, text.index("\ufeff")) + 1
+        return f"{name}: contains a byte-order mark (U+FEFF) at line {line}; remove it"
     if data.count(b"\n") > MAX_LINES:
         return f"{name}: more than {MAX_LINES} lines"
     depth = deepest = 0
