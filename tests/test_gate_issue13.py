@@ -109,7 +109,8 @@ def test_a_pulse_synchronizer_of_a_signal_already_synchronized_is_redundant():
 
 def test_a_synchronizer_through_a_wire_alias_is_still_redundant():
     extra = "  wire req_alias = req_q;\n  wire req_s3;\n" \
-            "  cdc_sync_bit u_req_sync3 (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_alias), .q_o(req_s3));\n" \
+            "  cdc_sync_bit u_req_sync3 (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_alias),\n" \
+            "                            .q_o(req_s3));\n" \
             "  reg r3_q;\n  always @(posedge clk_b_i) r3_q <= req_s3;\n"
     assert "CDC-REDUNDANT" in rules(REF.replace(ANCHOR, extra + ANCHOR))
 
