@@ -275,20 +275,48 @@ def _generic_path(path: str) -> str:
 _TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\\\S+|`?[A-Za-z_$][A-Za-z0-9_$]*|.', re.S)
 
 
+_LOCAL_TYPES = frozenset({"reg", "integer", "logic", "int", "bit", "byte", "shortint", "longint", "time",
+                          "genvar", "var"})
+
+
+def _function_with_locals(toks: list[str]) -> bool:
+    """Whether some function declares a variable of its own (the trigger of the Icarus 11 hang)."""
+    words = [t for t in toks if not t.isspace() and not t.startswith(("//", "/*"))]
+    inside = False
+    head = True  # the function's header statement (its name and ANSI ports)
+    first: str | None = None  # first word of the current statement
+    prev = ""
+    for w in words:
+        if w == "function":
+            inside, head, first = True, True, None
+        elif w == "endfunction":
+            inside = False
+        elif inside:
+            if first is None:
+                first = w
+            if not head and (first in _LOCAL_TYPES or (first == "for" and prev == "(" and w in _LOCAL_TYPES)):
+                return True
+            if w == ";":
+                head, first = False, None
+        prev = w
+    return False
+
+
 def icarus_always_comb(text: str) -> str:
     """The design text Icarus 11 compiles: ``always_comb`` as ``always @*`` in a file that
-    declares a function.
+    declares a function with variables of its own.
 
     Icarus 11 makes an always_comb block sensitive to the variables of the functions it calls,
     so two such blocks calling one function with a local loop variable wake each other forever
     at time 0. ``always @*`` is sensitive to what the block itself reads (the arguments), which
     for the gate's subset -- no function may carry state between calls (POL-CONSTRUCT) -- is the
-    same combinational logic. Done on the token stream: comments, strings and escaped
-    identifiers are never touched. A file without functions is compiled as written.
+    same combinational logic, except that ``always @*`` does not also run at time 0. Done on the
+    token stream: comments, strings and escaped identifiers are never touched. A file without
+    such a function is compiled as written.
     """
     if "always_comb" not in text or "function" not in text:
         return text
     toks = _TOKENS.findall(text)
-    if "function" not in toks or "always_comb" not in toks:
+    if "function" not in toks or "always_comb" not in toks or not _function_with_locals(toks):
         return text
     return "".join("always @*" if t == "always_comb" else t for t in toks)

@@ -106,10 +106,16 @@ def test_grade_reports_the_divergence_as_a_gate_refusal():
 
 
 def test_always_comb_rewrite_is_on_tokens_only():
-    text = ('// always_comb here\nmodule m; function f(input a); f = a; endfunction\n'
+    text = ('// always_comb here\nmodule m; function f(input a); reg r; begin r = a; f = r; end endfunction\n'
             '  wire [7:0] s = "always_comb";\n  always_comb x = f(y); /* always_comb */\nendmodule\n')
     out = icarus_always_comb(text)
     assert out.count("always @*") == 1 and out.count("always_comb") == 3
-    no_func = "module m; always_comb x = y; endmodule\n"
-    assert icarus_always_comb(no_func) == no_func
+    for same in ("module m; always_comb x = y; endmodule\n",  # no function
+                 "module m; function f(input a); f = a; endfunction always_comb x = f(y); endmodule\n",
+                 "module m; function [1:0] f(input [1:0] a, input logic b); f = a; endfunction\n"
+                 "  always_comb x = f(y, z); endmodule\n"):  # functions without variables of their own
+        assert icarus_always_comb(same) == same
+    loopvar = "module m; function f(input a); for (int i = 0; i < 2; i++) f = a; endfunction\n" \
+              "  always_comb x = f(y); endmodule\n"
+    assert "always @*" in icarus_always_comb(loopvar)
     assert paths.primitives_file().is_file()
