@@ -118,3 +118,17 @@ def test_a_synchronizer_through_a_wire_alias_is_still_redundant():
 def test_the_same_source_into_each_domain_once_is_not_redundant():
     # req_q into domain b (the design's) and ack_q into domain a: one each, different sources.
     assert rules(REF) == set()
+
+
+def test_a_loop_index_initialised_from_itself_is_a_signal():
+    # Domain a leaves k at a value; domain b's loop starts from whatever k holds: a raw crossing.
+    extra = """  integer k;
+  reg [7:0] cnt_a_q, out_b_q;
+  always @(posedge clk_a_i) begin
+    cnt_a_q <= cnt_a_q + 8'd1;
+    for (k = 0; k < cnt_a_q; k = k + 1) ;
+  end
+  always @(posedge clk_b_i)
+    for (k = k; k < 300; k = k + 300) out_b_q <= k;
+"""
+    assert "CDC-RAW" in rules(REF.replace(ANCHOR, extra + ANCHOR))

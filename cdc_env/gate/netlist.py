@@ -655,8 +655,12 @@ def loop_only_variables(body) -> set[str]:
                         init.left.symbol.kind == SymK.Variable:
                     mine.add(init.left.symbol.hierarchicalPath)
             inner = ctx | frozenset(mine)
-            for init in st.initializers:
-                names(init, inner)
+            for init in st.initializers:  # the initial value is read before the loop owns the index
+                if init.kind == EK.Assignment:
+                    names(init.right, ctx)
+                    names(init.left, inner)
+                else:
+                    names(init, ctx)
             names(st.stopExpr, inner)
             for step in st.steps:
                 names(step, inner)
