@@ -132,3 +132,36 @@ def test_a_loop_index_initialised_from_itself_is_a_signal():
     for (k = k; k < 300; k = k + 300) out_b_q <= k;
 """
     assert "CDC-RAW" in rules(REF.replace(ANCHOR, extra + ANCHOR))
+
+
+def _func(body: str) -> set[str]:
+    f = f"""  function [3:0] h(input [3:0] g);
+    reg [3:0] b;
+    integer i;
+    begin
+{body}
+      h = b;
+    end
+  endfunction
+  reg [3:0] h_q;
+  always @(posedge clk_a_i) h_q <= h({{3'd0, req_q}});
+"""
+    return rules(REF.replace(ANCHOR, f + ANCHOR))
+
+
+def test_gray_loop_written_with_if_else_on_the_index_passes():
+    assert _func("""      for (i = 3; i >= 0; i = i - 1)
+        if (i == 3) b[i] = g[i];
+        else b[i] = b[i + 1] ^ g[i];""") == set()
+
+
+def test_a_loop_that_skips_bits_by_changing_its_index_is_not_unrolled():
+    # i = 0, 2 only: b[1] and b[3] keep the previous call's value.
+    assert "POL-CONSTRUCT" in _func("""      for (i = 0; i < 4; i = i + 1) begin
+        b[i] = g[i];
+        i = i + 1;
+      end""")
+
+
+def test_a_loop_that_fills_only_some_bits_is_refused():
+    assert "POL-CONSTRUCT" in _func("""      for (i = 0; i < 3; i = i + 1) b[i] = g[i];""")

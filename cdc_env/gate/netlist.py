@@ -748,6 +748,40 @@ def _range_of(sym) -> tuple[int, int] | None:
         return None
 
 
+_STEP_OPS = (ast.UnaryOperator.Postincrement, ast.UnaryOperator.Preincrement,
+             ast.UnaryOperator.Postdecrement, ast.UnaryOperator.Predecrement)
+
+
+def _written_names(lhs) -> set[str]:
+    """Variables an assignment target writes (its base names, not the names in its selects)."""
+    if lhs is None:
+        return set()
+    if lhs.kind in (EK.ElementSelect, EK.RangeSelect, EK.MemberAccess):
+        return _written_names(lhs.value)
+    if lhs.kind == EK.Concatenation:
+        return set().union(*(_written_names(op) for op in lhs.operands)) if lhs.operands else set()
+    if lhs.kind == EK.NamedValue:
+        return {lhs.symbol.hierarchicalPath}
+    return set()
+
+
+def _assigns(body, var: str) -> bool:
+    """Whether ``body`` writes the variable ``var`` (then its loop is not unrolled)."""
+    found = False
+
+    def visit(x):
+        nonlocal found
+        if isinstance(x, ast.Expression):
+            if x.kind == EK.Assignment and var in _written_names(x.left):
+                found = True
+            elif x.kind == EK.UnaryOp and x.op in _STEP_OPS and var in _written_names(x.operand):
+                found = True
+        return ast.VisitAction.Skip if found else ast.VisitAction.Advance
+
+    body.visit(visit)
+    return found
+
+
 def stale_static_reads(sub) -> list[tuple[str, object]]:
     """Static variables of a subroutine that may be read before the call assigns them.
 
@@ -887,7 +921,7 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
             return None
         var = init.left.symbol.hierarchicalPath
         v = _eval(init.right, {})
-        if v is None:
+        if v is None or _assigns(st.body, var):
             return None
         values = []
         step = st.steps[0]
@@ -955,6 +989,11 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
         if k == SKd.Conditional:
             for c in s_.conditions:
                 check(c.expr, st, env)
+            known = [_eval(c.expr, env) for c in s_.conditions] if env else [None]
+            if all(v is not None for v in known):  # decided by the unrolled loop's index: one branch
+                if all(known):
+                    return stmt(s_.ifTrue, st, env)
+                return stmt(s_.ifFalse, st, env) if s_.ifFalse is not None else st
             yes = stmt(s_.ifTrue, dict(st), env)
             no = stmt(s_.ifFalse, dict(st), env) if s_.ifFalse is not None else st
             return meet([yes, no])
