@@ -165,3 +165,25 @@ def test_a_loop_that_skips_bits_by_changing_its_index_is_not_unrolled():
 
 def test_a_loop_that_fills_only_some_bits_is_refused():
     assert "POL-CONSTRUCT" in _func("""      for (i = 0; i < 3; i = i + 1) b[i] = g[i];""")
+
+
+def test_a_loop_that_breaks_early_is_not_unrolled():
+    assert "POL-CONSTRUCT" in _func("""      for (i = 0; i < 4; i = i + 1) begin
+        if (g[i]) break;
+        b[i] = g[i];
+      end""")
+
+
+def test_a_case_whose_items_are_wider_than_the_selector_is_not_full():
+    assert "POL-CONSTRUCT" in _func("""      case (g[1:0])
+        3'd0: b = 4'd1;
+        3'd1: b = 4'd2;
+        3'd2: b = 4'd3;
+        3'd7: b = 4'd4;
+      endcase""")
+    assert _func("""      case (g[1:0])
+        2'd0: b = 4'd1;
+        2'd1: b = 4'd2;
+        2'd2: b = 4'd3;
+        2'd3: b = 4'd4;
+      endcase""") == set()

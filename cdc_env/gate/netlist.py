@@ -596,13 +596,25 @@ def _overlap(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
     return not (a[1] < b[0] or b[1] < a[0])
 
 
+_SVINT = re.compile(r"(-?)(?:\d+)?'(s?)([bodh])([0-9a-fA-F_]+)")
+
+
 def _const_int(e) -> int | None:
+    """The integer value of a constant expression (None if not constant, or if it has x/z bits)."""
     try:
         cv = e.constant
         if cv is None:
             return None
-        return int(str(cv.value).split("'")[-1].lstrip("sdhbo") or "x", 10)
-    except (AttributeError, ValueError, TypeError):
+        text = str(cv.value).strip()
+    except (AttributeError, TypeError):
+        return None
+    m = _SVINT.fullmatch(text)
+    try:
+        if m:
+            n = int(m.group(4).replace("_", ""), {"b": 2, "o": 8, "d": 10, "h": 16}[m.group(3)])
+            return -n if m.group(1) else n
+        return int(text)
+    except ValueError:
         return None
 
 
@@ -766,12 +778,15 @@ def _written_names(lhs) -> set[str]:
 
 
 def _assigns(body, var: str) -> bool:
-    """Whether ``body`` writes the variable ``var`` (then its loop is not unrolled)."""
+    """Whether ``body`` writes the variable ``var``, or breaks, continues or returns (then its loop
+    is not unrolled: the iterations would not be the index's values)."""
     found = False
 
     def visit(x):
         nonlocal found
-        if isinstance(x, ast.Expression):
+        if isinstance(x, ast.Statement) and x.kind in (SKd.Break, SKd.Continue, SKd.Return):
+            found = True  # the iterations are not the index's values
+        elif isinstance(x, ast.Expression):
             if x.kind == EK.Assignment and var in _written_names(x.left):
                 found = True
             elif x.kind == EK.UnaryOp and x.op in _STEP_OPS and var in _written_names(x.operand):
@@ -951,8 +966,11 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
         return None
 
     def case_is_full(st) -> bool:
+        sel = st.expr
+        while sel is not None and sel.kind == EK.Conversion:  # the selector's own width, not the
+            sel = sel.operand  # common width it is compared at (wider item values never match)
         try:
-            width = st.expr.type.bitWidth
+            width = sel.type.bitWidth
         except AttributeError:
             return False
         if not isinstance(width, int) or width > 10:
@@ -963,7 +981,8 @@ def stale_static_reads(sub) -> list[tuple[str, object]]:
                 v = _const_int(e)
                 if v is None:
                     return False
-                values.add(v & ((1 << width) - 1))
+                if 0 <= v < 1 << width:  # a wider value never matches the selector
+                    values.add(v)
         return len(values) == 1 << width
 
     def stmt(s_, st: State, env: dict[str, int]) -> State:
