@@ -277,13 +277,14 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
             from .gate.diverge import check_build  # noqa: PLC0415
             from .gate.rules import finding  # noqa: PLC0415
 
-            div = check_build(simulator.name, work, task.tb_top, task.top, g.elab)
-            if div is not None:
+            div = check_build(simulator.name, work, task.tb_top, task.top, g.elab, list(design), sandbox)
+            child_cpu += div.cpu_s
+            if div.status is not None:
                 gate_stage = next(s for s in stages if s["name"] == "gate")
-                gate_stage.update(status=div[0], detail=div[1][:500])
-                if div[0] == "refused":
-                    report["findings"].append(finding("GATE-DIVERGE", div[1], file=task.editable))
-                return finish(div[0], "gate", div[1])
+                gate_stage.update(status=div.status, detail=div.detail[:500])
+                if div.status == "refused":
+                    report["findings"].append(finding("GATE-DIVERGE", div.detail, file=task.editable))
+                return finish(div.status, "gate", div.detail)
 
         # 4. Visible seeds, 5. hidden seeds
         stage_seeds = [("visible", visible_seeds(task))]

