@@ -279,6 +279,9 @@ _LOCAL_TYPES = frozenset({"reg", "integer", "logic", "int", "bit", "byte", "shor
                           "genvar", "var"})
 
 
+_STATEMENT_PREFIXES = frozenset({"begin", "end", "automatic", "static", "const"})
+
+
 def _function_with_locals(toks: list[str]) -> bool:
     """Whether some function declares a variable of its own (the trigger of the Icarus 11 hang)."""
     words = [t for t in toks if not t.isspace() and not t.startswith(("//", "/*"))]
@@ -292,7 +295,7 @@ def _function_with_locals(toks: list[str]) -> bool:
         elif w == "endfunction":
             inside = False
         elif inside:
-            if first is None:
+            if first is None and w not in _STATEMENT_PREFIXES:
                 first = w
             if not head and (first in _LOCAL_TYPES or (first == "for" and prev == "(" and w in _LOCAL_TYPES)):
                 return True

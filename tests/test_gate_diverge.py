@@ -119,6 +119,9 @@ def test_always_comb_rewrite_is_on_tokens_only():
     loopvar = "module m; function f(input a); for (int i = 0; i < 2; i++) f = a; endfunction\n" \
               "  always_comb x = f(y); endmodule\n"
     assert "always @*" in icarus_always_comb(loopvar)
+    in_block = "module m; function f(input a); begin automatic logic r; r = a; f = r; end endfunction\n" \
+               "  always_comb x = f(y); endmodule\n"
+    assert "always @*" in icarus_always_comb(in_block)
     assert paths.primitives_file().is_file()
 
 
