@@ -30,7 +30,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "fifo": ("cdc_env.fifo.cli", "the asynchronous FIFO family: list and generate variants"),
     "heldout": ("cdc_env.fifo.cli", "mint and verify held-out FIFO variants (never committed)"),
     "serve": ("cdc_env.server_cli", "serve the named tasks over HTTP (episodes, tools, one-shot grades)"),
-    "eval": ("cdc_env.eval_cli", "evaluate a model (one-shot or agentic) through a Chat Completions endpoint"),
+    "eval": ("cdc_env.eval_cli", "evaluate a model (one-shot or agentic) via a Chat Completions endpoint"),
     "standin": ("cdc_env.eval_cli", "serve the stand-in model (scripted replies) on 127.0.0.1"),
 }
 
