@@ -48,10 +48,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from . import __version__, paths
-from .env import CONTRACT_NAME, CdcRepairEnv
+from . import __version__
+from .env import CdcRepairEnv
 from .errors import CdcError
 from .grade import grade
+from .prompts import AGENT_SYSTEM_PROMPT, REMINDER, SYSTEM_PROMPT, agent_messages, oneshot_messages
 from .seeds import hidden_seeds, visible_seeds
 from .simulators import get_simulator
 from .task import Task, list_tasks, load_task
@@ -64,12 +65,7 @@ OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_
 Controls = Callable[[str], tuple[bool, list[dict], str]]
 Progress = Callable[[dict, int, int], None]  # (row just finished, done, total)
 
-ONESHOT_SYSTEM = "You are an expert digital designer who repairs clock-domain-crossing (CDC) bugs in Verilog."
-AGENT_SYSTEM = (ONESHOT_SYSTEM + " You work only through the tools you are given: read the design and the "
-                "timing contract, write the repaired file, check it with run_visible, then submit.")
-REMINDER = ("Your reply had no tool call. Work through the tools: write the repaired {editable} and call "
-            "submit when you are done. If your next reply has no tool call either, your current "
-            "{editable} is submitted as it is.")
+ONESHOT_SYSTEM, AGENT_SYSTEM = SYSTEM_PROMPT, AGENT_SYSTEM_PROMPT  # the names this module used to define
 
 
 class ControlsFailed(CdcError):
@@ -157,21 +153,6 @@ def resolve_tasks(names: list[str] | None) -> list[Task]:
 
 
 # ---------------------------------------------------------------------- one-shot prompt and parser
-
-def oneshot_messages(task: Task) -> list[dict]:
-    """The one-shot request: bug report, the editable file, the timing contract, the answer format."""
-    contract = paths.contract_file().read_text(encoding="utf-8").strip()
-    user = (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
-            f"The file you may change, {task.editable}:\n\n"
-            f"```verilog\n{task.defective_text.rstrip()}\n```\n\n"
-            f"The timing contract of the provided synchronizer primitives ({CONTRACT_NAME}):\n\n"
-            f"{contract}\n\n"
-            f"Answer format: give the complete new text of {task.editable} -- the whole file, not an "
-            f"excerpt -- in one fenced code block (```verilog ... ```). Prose before or after the block "
-            f"is fine. If your answer holds several fenced blocks, only the last one that defines "
-            f"module {task.top} (through its endmodule) is graded. Keep the module name and port list.")
-    return [{"role": "system", "content": ONESHOT_SYSTEM}, {"role": "user", "content": user}]
-
 
 @dataclass
 class ParsedAnswer:
@@ -492,8 +473,8 @@ def run_agentic(ro: Rollout, endpoint: Endpoint) -> None:
     with CdcRepairEnv(ro.task, max_steps=s.max_steps, max_sim_runs=s.max_sim_runs, hidden=s.hidden,
                       sim=s.sim) as env:
         first = env.reset()
-        ro.messages = [{"role": "system", "content": AGENT_SYSTEM},
-                       {"role": "user", "content": first["observation"]}]
+        ro.messages = agent_messages(ro.task, s.max_steps, s.max_sim_runs)
+        ro.messages[-1]["content"] = first["observation"]  # the prompt plus the budget line
         tools = env.tool_definitions()
         done: dict | None = None
         while done is None:
