@@ -208,6 +208,21 @@ class CdcRepairEnv:
         return tools.tool_definitions()
 
     @property
+    def done(self) -> bool:
+        """Whether the current episode is over (submitted, auto-submitted or finalized)."""
+        return self._done
+
+    @property
+    def steps_used(self) -> int:
+        """Tool calls made in the current episode."""
+        return self._steps
+
+    @property
+    def sim_runs_used(self) -> int:
+        """Simulation runs (run_visible) made in the current episode."""
+        return self._sim_runs
+
+    @property
     def design(self) -> str:
         """The agent's current working copy of the editable file (for harnesses and tests)."""
         return self._design
