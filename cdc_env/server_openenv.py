@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse
 
 from . import __version__, tools
 from .prompts import AGENT_SYSTEM_PROMPT
-from .server import ApiError, EnvServer, StartRequest, StepRequest, _token_digest
+from .server import _ERROR_RESPONSES, ApiError, EnvServer, StartRequest, StepRequest, _token_digest
 
 PREFIX = "/openenv"
 _RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim"}
@@ -124,32 +124,32 @@ def include_openenv(app: FastAPI) -> None:
     config = server.config
     want = None if config.token is None else _token_digest(f"Bearer {config.token}".encode())
 
-    @app.get(f"{PREFIX}/health", tags=["openenv"])
+    @app.get(f"{PREFIX}/health", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_health() -> JSONResponse:
         """OpenEnv health check."""
         return JSONResponse({"status": "healthy"})
 
-    @app.get(f"{PREFIX}/metadata", tags=["openenv"])
+    @app.get(f"{PREFIX}/metadata", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_metadata() -> JSONResponse:
         """OpenEnv environment metadata."""
         about = ("Repair clock-domain-crossing bugs in Verilog through five tools; graded by a "
                  "gaming-resistant verifier. Tasks: " + ", ".join(config.tasks))
         return JSONResponse({"name": "cdc_env", "version": __version__, "description": about})
 
-    @app.get(f"{PREFIX}/schema", tags=["openenv"])
+    @app.get(f"{PREFIX}/schema", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_schema() -> JSONResponse:
         """JSON schemas of the action, the observation and the state."""
         return JSONResponse({"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA,
                              "state": STATE_SCHEMA})
 
-    @app.post(f"{PREFIX}/reset", tags=["openenv"])
+    @app.post(f"{PREFIX}/reset", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_reset(request: Request) -> JSONResponse:
         """Start an episode; its id is in observation.episode_id (send it with every step)."""
         body = await _json_body(request, default={})
         _, out = await session.reset(body)
         return JSONResponse(out)
 
-    @app.post(f"{PREFIX}/step", tags=["openenv"])
+    @app.post(f"{PREFIX}/step", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_step(request: Request) -> JSONResponse:
         """One tool call in the episode named by the body's episode_id."""
         body = await _json_body(request)
@@ -160,7 +160,7 @@ def include_openenv(app: FastAPI) -> None:
                            'returned, {"action": {...}, "episode_id": "..."}')
         return JSONResponse(await session.step(eid, body.get("action")))
 
-    @app.get(f"{PREFIX}/state", tags=["openenv"])
+    @app.get(f"{PREFIX}/state", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_state(episode_id: str) -> JSONResponse:
         """The episode's state: episode_id, step_count, budgets left."""
         return JSONResponse(session.state(episode_id))
