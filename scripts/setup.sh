@@ -12,6 +12,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v perl >/dev/null 2>&1 || missing+=(perl)
+python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)  # CI's plain-install venv
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
