@@ -18,7 +18,9 @@ pytest.importorskip("verifiers.v1", reason="verifiers is not installed (pip inst
 pytestmark = [needs_icarus, needs_bwrap]
 
 ROOT = Path(__file__).resolve().parent.parent
-VF_EVAL = Path(sys.executable).parent / "vf-eval"
+# vf-eval's own entry point, run with this interpreter (the console script may live elsewhere on PATH)
+VF_EVAL = [sys.executable, "-c",
+           "import sys; from verifiers.v1.cli.eval.main import main; main(sys.argv[1:])"]
 
 
 def test_taskset_loads_every_task_with_the_public_prompts():
@@ -33,7 +35,6 @@ def test_taskset_loads_every_task_with_the_public_prompts():
     assert first.data.system_prompt == AGENT_SYSTEM_PROMPT
 
 
-@pytest.mark.skipif(not VF_EVAL.exists(), reason=f"vf-eval is not installed beside {sys.executable}")
 @pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(),
                     reason="uv is missing (the null harness runs its chat program with it; pip install uv)")
 def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
@@ -43,7 +44,7 @@ def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
            "STANDIN_KEY": "none", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     with StandinServer() as srv:
         proc = subprocess.run(
-            [str(VF_EVAL), "cdc-env-verifiers", "--env.taskset.tasks", '["event"]',
+            [*VF_EVAL, "cdc-env-verifiers", "--env.taskset.tasks", '["event"]',
              "--env.taskset.hidden", "2",
              "-m", "agent-correct", "--client.base-url", srv.url, "--client.api-key-var", "STANDIN_KEY",
              "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--no-push",
