@@ -25,8 +25,10 @@ to grade the design before resetting).
 ``reset(seed=, options={"task": T})`` chooses the task: a public task id, a task folder, or
 ``"fifo"`` -- a FIFO variant generated from the seed by ``cdc_env.fifo.generator`` (a parameter
 draw from the training region: naming style, module name, widths, depth, burst, defect shape,
-extra outputs), so a seed names one variant and a stream of seeds a stream of variants. Without
-``options`` the task given to the constructor is used.
+extra outputs), so a seed names one variant and a stream of seeds a stream of variants. Such a
+variant is graded like any task but has not been through the variant gate (``cdc-env gate-tasks``):
+its visible seeds are the default 1-8, not chosen to show the defect. Without ``options`` the task
+given to the constructor is used.
 
 ``action_space.sample()`` draws only side-effect-free calls (``read``, ``contract``): it exists for
 ``check_env`` and smoke tests, not as a policy.
