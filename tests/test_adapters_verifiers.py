@@ -35,9 +35,12 @@ def test_taskset_loads_every_task_with_the_public_prompts():
     assert first.data.system_prompt == AGENT_SYSTEM_PROMPT
 
 
-@pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(),
-                    reason="uv is missing (the null harness runs its chat program with it; pip install uv)")
-def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
+UV = pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(),
+                        reason="uv is missing (the null harness runs its chat program with it)")
+
+
+def _vf_eval(tmp_path: Path, model: str) -> tuple[dict, str]:
+    """Run vf-eval on the event task against the stand-in playing ``model``: (the trace, requests sent)."""
     from cdc_env.standin import StandinServer
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -46,7 +49,7 @@ def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
         proc = subprocess.run(
             [*VF_EVAL, "cdc-env-verifiers", "--env.taskset.tasks", '["event"]',
              "--env.taskset.hidden", "2",
-             "-m", "agent-correct", "--client.base-url", srv.url, "--client.api-key-var", "STANDIN_KEY",
+             "-m", model, "--client.base-url", srv.url, "--client.api-key-var", "STANDIN_KEY",
              "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--no-push",
              "--env.agent.max-turns", "10", "-o", str(tmp_path / "out")],
             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
@@ -56,6 +59,12 @@ def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
     assert len(traces) == 1
     trace = traces[0]["traces"][0]
     assert trace["errors"] == [], trace["errors"]
+    return trace, sent
+
+
+@UV
+def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
+    trace, sent = _vf_eval(tmp_path, "agent-correct")
     assert trace["rewards"]["grade"]["score"] == 1.0 and trace["stop_condition"] == "submitted"
     # the model was offered the five tools, unprefixed, with the descriptions of tools/*.json
     from cdc_env.tools import tool_definitions
@@ -63,3 +72,11 @@ def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
     for d in tool_definitions():
         assert json.dumps(d["function"]["description"])[1:-1] in sent
     assert '"name": "submit"' in sent and "Task: event" in sent
+
+
+@UV
+def test_a_rollout_that_never_submits_is_graded_as_it_stands(tmp_path):
+    """The model writes the fix and stops talking: the harness ends the rollout, the reward grades
+    the working copy (CdcRepairEnv.finalize's rule)."""
+    trace, _ = _vf_eval(tmp_path, "agent-write-no-submit")
+    assert trace["rewards"]["grade"]["score"] == 1.0 and trace["stop_condition"] != "submitted"
