@@ -16,10 +16,29 @@ from pathlib import Path
 from . import __version__
 from .errors import CdcError
 
-# Modules that add their own subcommands: each defines add_commands(subparsers).
-COMMAND_MODULES: list[str] = ["cdc_env.fixtures_cli", "cdc_env.scripted", "cdc_env.sim_cli",
-                              "cdc_env.gate.cli", "cdc_env.fifo.cli", "cdc_env.server_cli",
-                              "cdc_env.eval_cli"]
+# Subcommands that live in other modules: name -> (module, one-line help). Each module defines
+# register(subparsers) (older ones: add_commands). Only the chosen command's module is imported, so
+# `cdc-env grade` loads none of the server, eval or openai code (tests/test_cli.py checks this); the
+# others appear in `cdc-env --help` from this table alone.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("cdc_env.gate.cli", "run the allowlist and the static gate on a submission (no simulation)"),
+    "fixtures": ("cdc_env.fixtures_cli", "the reward-hack registry: replay, prove, log"),
+    "controls": ("cdc_env.fixtures_cli", "the control fixtures evaluation runs before any model call"),
+    "scripted": ("cdc_env.scripted", "replay the scripted agents against the environment; print a table"),
+    "parity": ("cdc_env.sim_cli", "compare Icarus, Verilator and batched Verilator seed by seed"),
+    "cost": ("cdc_env.sim_cli", "measure the CPU cost of grading each task's reference fix"),
+    "fifo": ("cdc_env.fifo.cli", "the asynchronous FIFO family: list and generate variants"),
+    "heldout": ("cdc_env.fifo.cli", "mint and verify held-out FIFO variants (never committed)"),
+    "serve": ("cdc_env.server_cli", "serve the named tasks over HTTP (episodes, tools, one-shot grades)"),
+    "eval": ("cdc_env.eval_cli", "evaluate a model (one-shot or agentic) via a Chat Completions endpoint"),
+    "standin": ("cdc_env.eval_cli", "serve the stand-in model (scripted replies) on 127.0.0.1"),
+}
+
+# Commands that need an optional extra: name -> (extra, modules it provides).
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "serve": ("server", ("fastapi", "uvicorn", "pydantic")),
+    "eval": ("eval", ("openai",)),
+}
 
 EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
@@ -89,15 +108,22 @@ def cmd_show(args) -> int:
     from .task import load_task
 
     t = load_task(args.task)
-    info = {"id": t.id, "family": t.family, "title": t.title, "editable": t.editable, "top": t.top,
+    path = t.path(t.editable)
+    info = {"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
+            "editable_path": str(path), "top": t.top,
             "domains": {d.name: {"clock": d.clock, "reset": d.reset} for d in t.domains},
             "ratio": [t.seeds.ratio_min, t.seeds.ratio_max], "fast": t.seeds.fast,
             "visible_seeds": list(t.seeds.visible), "hidden_seeds": len(hidden_seeds(t)),
             "bug_report": t.bug_report_text}
+    if args.file:
+        info["file"] = t.defective_text
     if args.json:
         print(json.dumps(info, indent=2))
+    elif args.file:  # the file alone, so that `cdc-env show TASK --file > fix.v` gives a starting point
+        print(t.defective_text, end="")
     else:
         print(f"{t.id} ({t.family}): {t.title}\neditable file: {t.editable}   top: {t.top}")
+        print(f"  at {path}  (cdc-env show {t.id} --file prints it)")
         print(f"clock ratio {t.seeds.ratio_min}:1 to {t.seeds.ratio_max}:1, fast side: {t.seeds.fast}")
         print(f"seeds: {len(t.seeds.visible)} visible, {info['hidden_seeds']} hidden\n")
         print(t.bug_report_text)
@@ -135,8 +161,11 @@ def cmd_grade(args) -> int:
     from .task import load_task
 
     task = load_task(args.task)
+    hidden = parse_hidden(args.hidden)
+    if isinstance(hidden, int) and hidden > task.seeds.hidden_count:  # as the server answers
+        raise CdcError(f"--hidden must be at most {task.seeds.hidden_count} for task '{task.id}', or 'all'")
     data = read_submission(args.file)
-    report = grade(task, data, sim=args.sim, hidden=parse_hidden(args.hidden), settle=not args.no_settle,
+    report = grade(task, data, sim=args.sim, hidden=hidden, settle=not args.no_settle,
                    progress=progress_printer(not args.json and sys.stderr.isatty() or args.progress))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -192,7 +221,25 @@ def cmd_demo(args) -> int:
     return EXIT_OK if ok else EXIT_NOT_PASS
 
 
-def build_parser() -> argparse.ArgumentParser:
+def missing_extra(command: str) -> str | None:
+    """The one-line message for a command whose optional extra is not installed, else None."""
+    import importlib.util
+
+    extra, modules = EXTRAS.get(command, ("", ()))
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"cdc-env {command} needs the '{extra}' extra ({', '.join(missing)} not installed): "
+            f"pip install 'cdc_env[{extra}]'")
+
+
+def _command_of(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser. Subcommands of LAZY_COMMANDS are imported only for ``command`` (the one about to
+    run); the others are listed by name and help. ``command="*"`` imports every one (for tests)."""
     p = _Parser(prog="cdc-env", description="Repair clock-domain-crossing bugs; grade the repairs.")
     p.add_argument("--version", action="version", version=f"cdc-env {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -201,8 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_tasks)
 
-    s = sub.add_parser("show", help="show a task and its bug report")
+    s = sub.add_parser("show", help="show a task, the path of its editable file and its bug report")
     s.add_argument("task")
+    s.add_argument("--file", action="store_true", help="print the editable file's text (as shipped)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
 
@@ -229,13 +277,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_gate_tasks)
 
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod).add_commands(sub)
+    wanted = list(dict.fromkeys(m for name, (m, _) in LAZY_COMMANDS.items() if command in (name, "*")))
+    for mod in wanted:
+        module = importlib.import_module(mod)
+        (getattr(module, "register", None) or module.add_commands)(sub)
+    for name, (_, helptext) in LAZY_COMMANDS.items():
+        if name not in sub.choices:  # listed for --help; parsed for real only when chosen
+            sub.add_parser(name, help=helptext, add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_of(argv)
+    if command in LAZY_COMMANDS and (problem := missing_extra(command)):
+        print(problem, file=sys.stderr)
+        return EXIT_USAGE
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

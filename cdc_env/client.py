@@ -23,7 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
+try:
+    import httpx
+except ModuleNotFoundError as exc:  # the core install has no HTTP client
+    raise ModuleNotFoundError("cdc_env.client needs the 'client' extra: pip install 'cdc_env[client]'",
+                              name=exc.name) from None
 
 from .errors import CdcError
 from .task import Task

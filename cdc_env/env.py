@@ -22,13 +22,14 @@ from . import paths, tools
 from .errors import CdcError
 from .grade import grade
 from .proc import bwrap_path
+from .prompts import CONTRACT_NAME, task_prompt
 from .simulators import get_simulator
 from .submission import MAX_BYTES
 from .task import Task, load_task
 
-CONTRACT_NAME = "CONTRACT.md"
 _SIM_TITLES = {"icarus": "Icarus Verilog", "verilator": "Verilator"}
 _LOG_LINES = 40
+DEFAULT_HIDDEN = 32  # hidden seeds per submission unless the caller says otherwise
 
 
 class CdcRepairEnv:
@@ -42,7 +43,9 @@ class CdcRepairEnv:
         max_steps: the tool-call budget of an episode (>= 1).
         max_sim_runs: the simulation budget of an episode (>= 0): how many ``run_visible`` calls
             may simulate.
-        hidden: hidden seeds graded on submission: ``"all"``, a number N (the first N), or 0.
+        hidden: hidden seeds graded on submission: a number N (the first N; default 32, which
+            keeps a training grade cheap), ``"all"`` (what ``cdc-env eval`` and the published
+            numbers use), or 0.
         sim: ``"icarus"``, ``"verilator"`` or ``"auto"`` (as for ``grade``).
         gate: the static gate, on for every real use. ``False`` exists only so that tests can
             prove the sandbox holds on its own.
@@ -68,6 +71,11 @@ class CdcRepairEnv:
           answer is still in the observation.
         * ``done`` is Gymnasium's ``terminated or truncated``: ``auto_submitted`` true means the
           episode was truncated by the tool-call budget; otherwise the agent submitted.
+        * ``finalize()`` ends an episode the harness truncates (its own turn or token limit): it
+          grades the working copy as ``submit`` would and returns that step's result, with
+          ``truncated`` true. After ``done`` it returns the episode's final result again.
+        * ``astep`` and ``areset`` are the same calls for asyncio harnesses: they run in a worker
+          thread, so a grade does not block the event loop.
         * After ``done``, ``step`` changes nothing and answers with an error observation
           (``error == "episode_over"``), ``done`` true and no reward; call ``reset()`` for a new
           episode. ``close()`` ends the environment; any later call raises ``CdcError``, as does
@@ -101,7 +109,7 @@ class CdcRepairEnv:
     """
 
     def __init__(self, task_dir: str | Path | Task, repo_root: str | Path | None = None, *,
-                 max_steps: int = 30, max_sim_runs: int = 6, hidden: int | str | None = "all",
+                 max_steps: int = 30, max_sim_runs: int = 6, hidden: int | str | None = DEFAULT_HIDDEN,
                  sim: str = "icarus", gate: bool = True, sandbox: bool = True) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
@@ -132,6 +140,7 @@ class CdcRepairEnv:
     # ------------------------------------------------------------------ episode life cycle
 
     def _new_episode(self) -> None:
+        self._final: dict | None = None
         self._design = self.task.defective_text
         self._steps = 0
         self._sim_runs = 0
@@ -144,18 +153,44 @@ class CdcRepairEnv:
             self._new_episode()
             self._started = True
             t = self.task
-            tool_lines = "\n".join(f"- {tools.signature(d['function']['name'])}: "
-                                   f"{d['function']['description']}" for d in tools.tool_definitions())
-            text = (f"Task: {t.id} -- {t.title}\n\n{t.bug_report_text.strip()}\n\n"
-                    f"The one file you may change: {t.editable}. You may read it and {CONTRACT_NAME}, "
-                    f"the synchronizers' timing contract (also given by the contract tool).\n\n"
-                    f"Tools:\n{tool_lines}\n\n"
-                    f"Budgets: {self.max_steps} tool calls and {self.max_sim_runs} simulation runs "
-                    f"(run_visible). Every call counts, including refused ones. When the tool calls "
-                    f"run out, your current design is submitted as it is.")
-            out = self._result(text)
+            out = self._result(task_prompt(t, self.max_steps, self.max_sim_runs))
             out.update(task=t.id, editable=t.editable, tools=list(tools.TOOL_NAMES))
             return out
+
+    def finalize(self) -> dict:
+        """Grade the working copy now (the harness truncated the episode) and end the episode.
+
+        Returns the result of that last step (``done`` true, ``reward`` and ``report`` set,
+        ``truncated`` true); once the episode is over, its final result again. Costs no tool call.
+        """
+        with self._lock:
+            self._check_open()
+            if not self._started:
+                raise CdcError("call reset() before finalize()")
+            if self._final is None:
+                text = (f"The episode was ended by the harness: your current {self.task.editable} has been "
+                        "submitted as it is.")
+                self._final = self._result(text, report=self._submit())
+                self._final["truncated"] = True
+            return dict(self._final)
+
+    async def areset(self) -> dict:
+        """``reset()`` for asyncio harnesses (runs in a worker thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.reset)
+
+    async def astep(self, tool_name: object, args: object = None) -> dict:
+        """``step()`` for asyncio harnesses: a grade runs in a worker thread, off the event loop."""
+        import asyncio
+
+        return await asyncio.to_thread(self.step, tool_name, args)
+
+    async def afinalize(self) -> dict:
+        """``finalize()`` for asyncio harnesses."""
+        import asyncio
+
+        return await asyncio.to_thread(self.finalize)
 
     def close(self) -> None:
         """End the environment. Holds no files or processes between calls; idempotent."""
@@ -171,6 +206,21 @@ class CdcRepairEnv:
     def tool_definitions(self) -> list[dict]:
         """The five tools in the OpenAI function-calling format."""
         return tools.tool_definitions()
+
+    @property
+    def done(self) -> bool:
+        """Whether the current episode is over (submitted, auto-submitted or finalized)."""
+        return self._done
+
+    @property
+    def steps_used(self) -> int:
+        """Tool calls made in the current episode."""
+        return self._steps
+
+    @property
+    def sim_runs_used(self) -> int:
+        """Simulation runs (run_visible) made in the current episode."""
+        return self._sim_runs
 
     @property
     def design(self) -> str:
@@ -201,6 +251,8 @@ class CdcRepairEnv:
                 out = self._result(text, error=error, auto=True, report=submitted)
             else:
                 out = self._result(text, error=error, report=submitted)
+            if submitted is not None:
+                self._final = {**out, "truncated": False}
             return out
 
     def _dispatch(self, tool_name: object, args: object) -> tuple[str, str | None, dict | None]:

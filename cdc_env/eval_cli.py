@@ -2,8 +2,9 @@
 local stand-in model). The work is in evaluate.py and standin.py; this module only parses options
 and prints.
 
-Exit status of ``eval``: 0 the run finished (whatever the model scored), 1 the controls failed
-(nothing was run or written), 2 bad input.
+Exit status of ``eval``: 0 the run finished (whatever the model scored), 1 the endpoint cannot be
+reached or refuses requests, the controls failed (nothing was run or written), or rollouts ended in
+endpoint errors (not results: ``--resume`` runs them again), 2 bad input.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from pathlib import Path
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from .cli import EXIT_NOT_PASS, EXIT_OK, parse_hidden
-    from .evaluate import ControlsFailed, EvalSettings, ProgressBar, run_eval, summary_markdown
+    from .evaluate import (
+        ControlsFailed,
+        EndpointUnavailable,
+        EvalSettings,
+        ProgressBar,
+        run_eval,
+        summary_markdown,
+    )
 
     tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
     settings = EvalSettings(
@@ -24,10 +32,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         samples=args.samples, concurrency=args.concurrency, hidden=parse_hidden(args.hidden), sim=args.sim,
         max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
         max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries)
-    show = not args.json and (sys.stderr.isatty() or args.progress)
+    progress = None if args.json else ProgressBar(tty=True if args.progress else None)
     try:
-        summary = run_eval(settings, args.out, resume=args.resume, progress=ProgressBar() if show else None)
-    except ControlsFailed as exc:
+        summary = run_eval(settings, args.out, resume=args.resume, progress=progress)
+    except (ControlsFailed, EndpointUnavailable) as exc:
         print(f"cdc-env: {exc}", file=sys.stderr)
         return EXIT_NOT_PASS
     if args.json:
@@ -35,6 +43,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         print(summary_markdown(summary, f"{settings.mode} -- {settings.model}"))
         print(f"results: {Path(args.out) / 'results.jsonl'}")
+    errors = summary["overall"]["endpoint_error"]
+    if errors:
+        print(f"cdc-env: {errors} rollouts ended in endpoint errors (not results); "
+              "run again with --resume to retry them", file=sys.stderr)
+        return EXIT_NOT_PASS
     return EXIT_OK
 
 
@@ -74,7 +87,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "a loopback endpoint may run without one)")
     s.add_argument("--tasks", nargs="+", metavar="TASK",
                    help="task ids or family names (handshake event fifo ...; default: every public task)")
-    s.add_argument("--samples", type=int, default=1, metavar="K", help="rollouts per task (default 1)")
+    s.add_argument("--samples", type=int, default=1, metavar="K",
+                   help="rollouts per task (default 1; with --resume it may grow)")
     s.add_argument("--concurrency", type=int, default=1, metavar="C", help="rollouts at a time (default 1)")
     s.add_argument("--hidden", default="all", metavar="N|all", help="hidden seeds per grade (default all)")
     s.add_argument("--out", required=True, metavar="DIR", help="results folder")
@@ -88,7 +102,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
     s.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/time-out (default 4)")
     s.add_argument("--progress", action="store_true",
-                   help="show the progress bar even when not on a terminal")
+                   help="draw the progress bar even when not on a terminal (default there: "
+                        "one plain line per rollout)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(func=cmd_eval)
 

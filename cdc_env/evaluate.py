@@ -23,13 +23,18 @@ Row labels: the grader's verdicts (pass, fail, overfit, compile_error, refused, 
 tool_error) and, from the model side, ``refused`` with ``failed_stage == "model"`` (a refusal or
 content filter, the endpoint's reason kept in ``refusal``), ``refused_parse`` (one-shot: no
 gradable answer; reward 0, counted on its own) and ``endpoint_error`` (the endpoint kept failing
-after bounded retries; not a result: ``--resume`` runs it again).
+after bounded retries; not a result: ``--resume`` runs it again). ``endpoint_error`` and
+``tool_error`` rows are not results: their ``reward`` is null and every rate leaves them out,
+with their count shown beside it.
+
+Before anything else the endpoint is reached once (``Endpoint.check``): an unreachable endpoint
+stops the run within seconds with one line, before the controls spend minutes.
 
 The grader's report never enters the conversation: the model sees only ``observation`` texts.
 For a submission refused by the static gate the harness also grades it with the gate off (the
 simulation verdict the structural-validity gap needs); that report goes to the trajectory only.
 
-Not covered: streaming, the Responses API, model-specific prompt tuning, cost in money.
+Not covered: streaming requests, the Responses API, model-specific prompt tuning, cost in money.
 """
 
 from __future__ import annotations
@@ -48,10 +53,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from . import __version__, paths
-from .env import CONTRACT_NAME, CdcRepairEnv
+from . import __version__
+from .env import CdcRepairEnv
 from .errors import CdcError
 from .grade import grade
+from .prompts import AGENT_SYSTEM_PROMPT, REMINDER, SYSTEM_PROMPT, agent_messages, oneshot_messages
 from .seeds import hidden_seeds, visible_seeds
 from .simulators import get_simulator
 from .task import Task, list_tasks, load_task
@@ -60,20 +66,20 @@ MODES = ("oneshot", "agentic")
 ROW_FIELDS = ("task", "family", "mode", "model", "sample", "reward", "label", "overfit", "failed_stage",
               "findings", "tool_calls", "sim_runs", "tokens_in", "tokens_out", "wall_s", "grade_cpu_s",
               "trajectory")
-OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_s")
+OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_s", "samples")
+NOT_RESULTS = ("endpoint_error", "tool_error")  # rows that say nothing about the model: reward null
 Controls = Callable[[str], tuple[bool, list[dict], str]]
 Progress = Callable[[dict, int, int], None]  # (row just finished, done, total)
 
-ONESHOT_SYSTEM = "You are an expert digital designer who repairs clock-domain-crossing (CDC) bugs in Verilog."
-AGENT_SYSTEM = (ONESHOT_SYSTEM + " You work only through the tools you are given: read the design and the "
-                "timing contract, write the repaired file, check it with run_visible, then submit.")
-REMINDER = ("Your reply had no tool call. Work through the tools: write the repaired {editable} and call "
-            "submit when you are done. If your next reply has no tool call either, your current "
-            "{editable} is submitted as it is.")
+ONESHOT_SYSTEM, AGENT_SYSTEM = SYSTEM_PROMPT, AGENT_SYSTEM_PROMPT  # the names this module used to define
 
 
 class ControlsFailed(CdcError):
     """The controls misbehaved: the grader cannot be trusted, so the run reports nothing."""
+
+
+class EndpointUnavailable(CdcError):
+    """The endpoint cannot be reached, or refuses every request: the run stops (exit status 1)."""
 
 
 class EndpointError(Exception):
@@ -157,21 +163,6 @@ def resolve_tasks(names: list[str] | None) -> list[Task]:
 
 
 # ---------------------------------------------------------------------- one-shot prompt and parser
-
-def oneshot_messages(task: Task) -> list[dict]:
-    """The one-shot request: bug report, the editable file, the timing contract, the answer format."""
-    contract = paths.contract_file().read_text(encoding="utf-8").strip()
-    user = (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
-            f"The file you may change, {task.editable}:\n\n"
-            f"```verilog\n{task.defective_text.rstrip()}\n```\n\n"
-            f"The timing contract of the provided synchronizer primitives ({CONTRACT_NAME}):\n\n"
-            f"{contract}\n\n"
-            f"Answer format: give the complete new text of {task.editable} -- the whole file, not an "
-            f"excerpt -- in one fenced code block (```verilog ... ```). Prose before or after the block "
-            f"is fine. If your answer holds several fenced blocks, only the last one that defines "
-            f"module {task.top} (through its endmodule) is graded. Keep the module name and port list.")
-    return [{"role": "system", "content": ONESHOT_SYSTEM}, {"role": "user", "content": user}]
-
 
 @dataclass
 class ParsedAnswer:
@@ -289,6 +280,36 @@ class Endpoint:
                                     timeout=settings.timeout_s, max_retries=0, **local)
         self.retries_used = 0
         self._lock = threading.Lock()
+
+    def check(self, timeout_s: float = 5.0) -> None:
+        """Reach the endpoint once (``GET /models``) before anything else runs.
+
+        Raises ``EndpointUnavailable`` with one line when it cannot be reached, does not answer
+        within ``timeout_s``, refuses the key (401/403) or fails (5xx). A 404 passes: some servers
+        have no model list, and an unknown model still stops the run at its first request.
+        """
+        oa = self.openai
+        where = redact_url(self.s.base_url)
+        try:
+            self.client.with_options(timeout=min(timeout_s, self.s.timeout_s), max_retries=0).models.list()
+        except oa.NotFoundError:
+            return
+        except oa.APITimeoutError:
+            raise EndpointUnavailable(f"the endpoint {where} did not answer within "
+                                      f"{min(timeout_s, self.s.timeout_s):g} s; nothing was run") from None
+        except oa.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+            raise EndpointUnavailable(f"cannot reach the endpoint {where} ({reason[:160]}); "
+                                      "nothing was run") from None
+        except oa.APIStatusError as exc:
+            status = exc.status_code
+            if status in (401, 403):
+                raise EndpointUnavailable(f"the endpoint {where} refuses the API key from "
+                                          f"${self.s.api_key_env} (HTTP {status}); nothing was run") from None
+            if status >= 500:
+                raise EndpointUnavailable(f"the endpoint {where} fails (HTTP {status}: "
+                                          f"{str(exc.message)[:120]}); nothing was run") from None
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         response = getattr(exc, "response", None)
@@ -415,7 +436,8 @@ class Rollout:
         return {
             "task": self.task.id, "family": self.task.family, "mode": self.settings.mode,
             "model": self.settings.model, "sample": self.sample,
-            "reward": r["reward"] if r else 0, "label": self.label, "overfit": bool(r and r["overfit"]),
+            "reward": None if self.label in NOT_RESULTS else (r["reward"] if r else 0),
+            "label": self.label, "overfit": bool(r and r["overfit"]),
             "failed_stage": self.failed_stage, "findings": findings,
             "tool_calls": self.tool_calls, "sim_runs": self.sim_runs,
             "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "wall_s": round(self.wall_s, 3),
@@ -492,8 +514,8 @@ def run_agentic(ro: Rollout, endpoint: Endpoint) -> None:
     with CdcRepairEnv(ro.task, max_steps=s.max_steps, max_sim_runs=s.max_sim_runs, hidden=s.hidden,
                       sim=s.sim) as env:
         first = env.reset()
-        ro.messages = [{"role": "system", "content": AGENT_SYSTEM},
-                       {"role": "user", "content": first["observation"]}]
+        ro.messages = agent_messages(ro.task, s.max_steps, s.max_sim_runs)
+        ro.messages[-1]["content"] = first["observation"]  # the prompt plus the budget line
         tools = env.tool_definitions()
         done: dict | None = None
         while done is None:
@@ -596,12 +618,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def _counts(rows: list[dict]) -> dict:
-    decided = [r for r in rows if r["label"] not in ("endpoint_error", "tool_error")]
+    decided = [r for r in rows if r["label"] not in NOT_RESULTS]
     n = len(decided)
     passed = sum(r["label"] == "pass" for r in decided)
     overfit = sum(r["label"] == "overfit" for r in decided)
-    return {"rollouts": len(rows), "decided": n, "pass": passed,
-            "pass_rate": round(passed / n, 4) if n else None, "overfit": overfit,
+    rewards = [r["reward"] for r in decided if isinstance(r.get("reward"), int | float)]
+    return {"rollouts": len(rows), "decided": n, "not_results": len(rows) - n, "pass": passed,
+            "pass_rate": round(passed / n, 4) if n else None,
+            "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None, "overfit": overfit,
             "overfit_rate": round(overfit / n, 4) if n else None,
             "fail": sum(r["label"] in ("fail", "timeout") for r in rows),
             "compile_error": sum(r["label"] == "compile_error" for r in rows),
@@ -629,7 +653,7 @@ def summarize(rows: list[dict], samples: int) -> dict:
     for k in ks:
         per_task = []
         for task_rows in by_task.values():
-            decided = [r for r in task_rows if r["label"] not in ("endpoint_error", "tool_error")]
+            decided = [r for r in task_rows if r["label"] not in NOT_RESULTS]
             if len(decided) >= k:
                 per_task.append(pass_at_k(len(decided), sum(r["label"] == "pass" for r in decided), k))
         pass_k[f"pass@{k}"] = round(sum(per_task) / len(per_task), 4) if per_task else None
@@ -671,7 +695,9 @@ def summary_markdown(summary: dict, title: str = "") -> str:
     table("family", {**summary["by_family"], "**all**": summary["overall"]})
     o, gap = summary["overall"], summary["structural_gap"]
     lines += ["",
-              f"- pass rate {_pct(o['pass_rate'])} of {o['decided']} decided rollouts; "
+              f"- pass rate {_pct(o['pass_rate'])} of {o['decided']} decided rollouts "
+              f"({o['not_results']} not results -- {o['endpoint_error']} endpoint_error, "
+              f"{o['tool_error']} tool_error -- have reward null and are left out of every rate); "
               + ", ".join(f"{k} {_pct(v)}" for k, v in summary["pass_at_k"].items())
               + " (unbiased, per task, averaged over tasks)",
               f"- overfit rate {_pct(o['overfit_rate'])} (visible seeds pass, hidden fail)",
@@ -737,8 +763,10 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
              controls: Controls | None = None, progress: Progress | None = None) -> dict:
     """Controls, then every (task, sample) rollout not yet finished; returns the summary.
 
-    Raises ``ControlsFailed`` (nothing written, no model called) when the controls misbehave, and
-    ``CdcError`` on bad settings or an output folder that holds another run.
+    Raises ``EndpointUnavailable`` when the endpoint cannot be reached (checked first, before the
+    controls) or refuses every request, ``ControlsFailed`` (nothing written, no model called) when
+    the controls misbehave, and ``CdcError`` on bad settings or an output folder that holds another
+    run. ``resume`` continues the run in ``out_dir`` with the same settings; ``samples`` may grow.
     """
     settings.check()
     tasks = resolve_tasks(settings.tasks)
@@ -758,7 +786,13 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
                              if old_key.get(k) != settings.run_key().get(k))
             raise CdcError(f"{out} holds a run with other settings ({', '.join(changed)}); "
                            "--resume needs the same ones")
+        old_samples = old.get("settings", {}).get("samples", settings.samples)
+        if settings.samples < old_samples:
+            raise CdcError(f"{out} holds a run of {old_samples} samples per task; --resume can add samples "
+                           f"(--samples {old_samples} or more), not drop them")
 
+    endpoint = Endpoint(settings, api_key)
+    endpoint.check()  # before the controls: an unreachable endpoint fails in seconds, not minutes
     ok, rows, message = (controls or default_controls)(settings.sim)
     if not ok:
         raise ControlsFailed(f"the controls failed; no model was called and nothing was written. "
@@ -774,7 +808,6 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
     done_keys = {(r["task"], r["sample"]) for r in finished}
     todo = [(t, k) for t in tasks for k in range(settings.samples) if (t.id, k) not in done_keys]
     all_rows = list(finished)
-    endpoint = Endpoint(settings, api_key)
     total, count = len(todo), 0
     lock = threading.Lock()
 
@@ -797,10 +830,11 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
             for f in futures:
                 f.cancel()
             if isinstance(exc, EndpointError):
-                raise CdcError(f"the endpoint refuses every request, run stopped: {exc}") from None
+                raise EndpointUnavailable(f"the endpoint refuses every request, run stopped: {exc}") from None
             raise
 
     summary = summarize(all_rows, settings.samples)
+    summary["samples"] = settings.samples
     summary["resumed_rows"] = len(finished)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
@@ -811,18 +845,38 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr: rollouts done, passes, refusals, parse failures."""
+    """Progress on stderr: rollouts done, passes, refusals, parse failures, errors, rate and ETA.
 
-    def __init__(self, width: int = 30) -> None:
-        self.width = width
-        self.tally = {"pass": 0, "refused": 0, "refused_parse": 0, "endpoint_error": 0}
+    On a terminal (``tty``, default: stderr is one) a tqdm bar; elsewhere (CI, a log file) one plain
+    line per finished rollout, with no carriage returns or escape codes.
+    """
+
+    def __init__(self, tty: bool | None = None) -> None:
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.tally = {"pass": 0, "refused": 0, "refused_parse": 0, "endpoint_error": 0, "tool_error": 0}
+        self.t0 = time.monotonic()
+        self.bar = None
+
+    def _counts(self) -> str:
+        t = self.tally
+        return (f"pass {t['pass']}  refused {t['refused']}  parse {t['refused_parse']}  "
+                f"errors {t['endpoint_error'] + t['tool_error']}")
 
     def __call__(self, row: dict, done: int, total: int) -> None:
         if row["label"] in self.tally:
             self.tally[row["label"]] += 1
-        fill = self.width * done // max(total, 1)
-        bar = "#" * fill + "." * (self.width - fill)
-        t = self.tally
-        print(f"\r  eval [{bar}] {done}/{total}  pass {t['pass']}  refused {t['refused']}  "
-              f"parse {t['refused_parse']}  errors {t['endpoint_error']}", end="\n" if done == total else "",
-              file=sys.stderr, flush=True)
+        if self.tty:
+            if self.bar is None:
+                from tqdm import tqdm  # noqa: PLC0415 -- the eval extra
+
+                self.bar = tqdm(total=total, desc="eval", unit="rollout", file=sys.stderr, dynamic_ncols=True)
+            self.bar.set_postfix_str(self._counts(), refresh=False)
+            self.bar.update(done - self.bar.n)
+            if done >= total:
+                self.bar.close()
+            return
+        elapsed = time.monotonic() - self.t0
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f"{(total - done) / rate:.0f} s" if rate > 0 and done < total else "-"
+        print(f"eval {done}/{total}  {row.get('task', '?')} s{row.get('sample', '?')}: {row['label']}  "
+              f"{self._counts()}  {60 * rate:.1f} rollouts/min  ETA {eta}", file=sys.stderr, flush=True)

@@ -524,6 +524,11 @@ class EnvServer:
         task = self.task(req.task)
         if len(self.episodes) >= self.config.max_episodes:
             self.reap()
+        for ep in sorted(self.episodes.values(), key=lambda e: e.last_used):  # finished ones do not count
+            if len(self.episodes) < self.config.max_episodes:
+                break
+            if ep.env.done and not ep.busy:
+                self._end(ep.id, "closed")
         if len(self.episodes) >= self.config.max_episodes:
             raise ApiError(429, "episode_limit", f"{self.config.max_episodes} episodes are live, the limit; "
                                                  "close one or wait for idle ones to expire")
@@ -685,6 +690,8 @@ def create_app(config: ServerConfig) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    from .server_openenv import include_openenv  # noqa: PLC0415 -- OpenEnv routes (their own module)
+    include_openenv(app)
     app.add_middleware(GuardMiddleware, token=config.token, max_body=config.max_body)
     return app
 

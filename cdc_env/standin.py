@@ -35,7 +35,12 @@ Every request body is recorded (``StandinServer.requests``, and a JSONL file wit
 tests can check on the server side what the model was shown -- e.g. that no grade report ever
 reached it. Headers are not recorded (they hold the API key).
 
-Not covered: streaming, embeddings, or anything a model does beyond replaying its script.
+With ``"stream": true`` the same reply comes as server-sent events (``chat.completion.chunk``
+objects, the content and each tool call's arguments cut into pieces, then ``data: [DONE]``; with
+``stream_options.include_usage`` a last chunk carries the usage), so harnesses that stream --
+``vf-eval``, agent frameworks -- can be tested against it without a key.
+
+Not covered: embeddings, the Responses API, or anything a model does beyond replaying its script.
 """
 
 from __future__ import annotations
@@ -274,6 +279,40 @@ class StandinServer:
         }
 
 
+_PIECE = 48  # characters per streamed piece
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i:i + _PIECE] for i in range(0, len(text), _PIECE)] or [""]
+
+
+def stream_chunks(completion: dict, include_usage: bool = False) -> list[dict]:
+    """A chat.completion cut into the ``chat.completion.chunk`` objects a streaming server sends."""
+    choice = completion["choices"][0]
+    msg = choice["message"]
+    head = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+            "model": completion["model"]}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if msg.get("refusal") is not None:
+        out += [chunk({"refusal": piece}) for piece in _pieces(msg["refusal"])]
+    if msg.get("content"):
+        out += [chunk({"content": piece}) for piece in _pieces(msg["content"])]
+    for i, call in enumerate(msg.get("tool_calls") or []):
+        fn = call["function"]
+        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                          "function": {"name": fn["name"], "arguments": ""}}]}))
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                for piece in _pieces(fn["arguments"]) if piece]
+    out.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        out.append({**head, "choices": [], "usage": completion["usage"]})
+    return out
+
+
 def _error(message: str, code: str) -> dict:
     return {"error": {"message": message, "type": code, "code": code, "param": None}}
 
@@ -297,6 +336,22 @@ def _handler_for(server: StandinServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (its time-out)
                 self.close_connection = True
+
+        def _stream(self, completion: dict, include_usage: bool) -> None:
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")  # the end of the body is the end of the stream
+                self.end_headers()
+                for c in stream_chunks(completion, include_usage):
+                    self.wfile.write(b"data: " + json.dumps(c).encode() + b"\n\n")
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def _authorized(self) -> bool:
             return server.api_key is None or \
@@ -327,6 +382,11 @@ def _handler_for(server: StandinServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 return self._send(400, _error("the body is not a JSON object", "invalid_request_error"))
             server.record(body)
-            self._send(*server.answer(body))
+            status, answer = server.answer(body)
+            if status == 200 and body.get("stream") is True:
+                options = body.get("stream_options")
+                usage = isinstance(options, dict) and options.get("include_usage") is True
+                return self._stream(answer, usage)
+            self._send(status, answer)
 
     return Handler

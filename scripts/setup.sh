@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian machine (root, Python >= 3.11) needs: Icarus Verilog, bubblewrap,
-# the C++ toolchain Verilator builds with, and this package with its Python dependencies.
+# the C++ toolchain Verilator builds with, and this package with its Python dependencies -- the
+# test extra, which includes the adapter frameworks (gymnasium, verifiers + uv, openenv-core) so
+# the adapter tests run the real ones (about 35 s of pip on a warm cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v perl >/dev/null 2>&1 || missing+=(perl)
+python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)  # CI's plain-install venv
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

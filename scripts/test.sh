@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 python3 -m ruff check .
+bash scripts/plain-install.sh
 exec python3 -m pytest -q -ra "$@"

@@ -94,3 +94,72 @@ def test_tasks_and_show_json():
     assert {"handshake", "event"} <= {t["id"] for t in tasks}
     show = json.loads(cli("show", "handshake", "--json").stdout)
     assert show["editable"] == "hs_top.v" and "Invariant" in show["bug_report"]
+
+
+HEAVY = ("fastapi", "pydantic", "uvicorn", "httpx", "openai", "starlette", "cdc_env.server",
+         "cdc_env.evaluate", "cdc_env.standin", "cdc_env.client", "cdc_env.env")
+
+
+def _modules_after(*argv: str, block: str = "") -> tuple[int, list[str], str]:
+    """Run main(argv) in a fresh interpreter; its exit status, the heavy modules it loaded, stderr."""
+    code = ("import json, sys\n"
+            + "".join(f"sys.modules[{m!r}] = None\n" for m in block.split(",") if m)
+            + "from cdc_env.cli import main\n"
+            f"rc = main({list(argv)!r})\n"
+            f"heavy = sorted(m for m in sys.modules if sys.modules[m] is not None and "
+            f"any(m == h or m.startswith(h + '.') for h in {HEAVY!r}))\n"
+            "print(json.dumps([rc, heavy]))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    rc, heavy = json.loads(p.stdout.strip().splitlines()[-1])
+    return rc, heavy, p.stderr
+
+
+@needs_icarus
+def test_grade_imports_no_server_eval_or_openai_code():
+    ref = str(load_task("handshake").path(load_task("handshake").reference))
+    rc, heavy, err = _modules_after("grade", "handshake", ref, "--hidden", "2", "--json")
+    assert rc == 0, err
+    assert heavy == []
+
+
+def test_core_commands_import_nothing_heavy():
+    for argv in (["tasks"], ["show", "handshake"], ["check", "handshake", "/no/such/file.v"]):
+        rc, heavy, err = _modules_after(*argv)
+        assert heavy == [], (argv, heavy)
+
+
+def test_every_lazy_command_is_listed_and_registered():
+    from cdc_env.cli import LAZY_COMMANDS, build_parser
+
+    full = build_parser("*")._subparsers._group_actions[0].choices
+    lazy = build_parser(None)._subparsers._group_actions[0].choices
+    assert set(full) == set(lazy)  # the table names every command its modules register
+    assert set(LAZY_COMMANDS) <= set(full)
+
+
+@pytest.mark.parametrize(("command", "extra", "block"), [("serve", "server", "fastapi"),
+                                                         ("eval", "eval", "openai")])
+def test_command_without_its_extra_names_it_in_one_line(command, extra, block):
+    rc, heavy, err = _modules_after(command, "--help", block=block)
+    assert rc == 2 and heavy == []
+    assert err.count("\n") == 1 and f"pip install 'cdc_env[{extra}]'" in err and "Traceback" not in err
+
+
+def test_python_dash_m_cdc_env():
+    p = subprocess.run([sys.executable, "-m", "cdc_env", "tasks", "--json"], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0 and "handshake" in {t["id"] for t in json.loads(p.stdout)}
+
+
+def test_show_gives_the_editable_path_and_file():
+    t = load_task("handshake")
+    p = cli("show", "handshake")
+    assert p.returncode == 0 and str(t.path(t.editable)) in p.stdout.decode()
+    p = cli("show", "handshake", "--file")
+    assert p.returncode == 0 and p.stdout.decode() == t.defective_text
+
+
+def test_grade_hidden_above_the_task_count_is_an_error():
+    n = load_task("handshake").seeds.hidden_count
+    err = assert_one_line_error(cli("grade", "handshake", "x.v", "--hidden", str(n + 1)), 2)
+    assert f"at most {n}" in err

@@ -107,7 +107,10 @@ def test_reset_gives_task_bug_report_file_tools_and_budgets():
     assert RESULT_KEYS <= set(first)
     obs = first["observation"]
     assert t.id in obs and t.bug_report_text.strip() in obs and t.editable in obs
-    assert all(f"{name}(" in obs for name in TOOL_NAMES)
+    assert all(name in obs for name in TOOL_NAMES)
+    # the tool descriptions go in the request's tools, not again in the first observation
+    for d in e.tool_definitions():
+        assert d["function"]["description"] not in obs
     assert "12 tool calls" in obs and "3 simulation runs" in obs
     assert first["tools"] == list(TOOL_NAMES) and first["editable"] == t.editable
     assert (first["steps_left"], first["sim_runs_left"], first["done"]) == (12, 3, False)
@@ -341,3 +344,43 @@ def test_a_missing_simulator_is_a_tool_error_not_a_fault_of_the_design(env, monk
     out = env.step("run_visible", {})
     assert out["error"] == "tool_error" and "tool error" in out["observation"]
     assert out["sim_runs_used"] == 1 and not out["done"]
+
+
+@needs_icarus
+def test_default_is_32_hidden_seeds_and_finalize_grades_a_truncated_episode():
+    e = CdcRepairEnv("handshake")
+    e.reset()
+    e.step("write", {"path": e.task.editable, "content": e.task.reference_text})
+    last = e.finalize()
+    assert last["done"] and last["truncated"] and not last["auto_submitted"]
+    assert last["reward"] == 1 and last["report"]["seeds"]["hidden"]["count"] == 32
+    assert e.finalize() == last  # the final result again, no second grade
+    assert e.step("read", {"path": e.task.editable})["error"] == "episode_over"
+    e.reset()
+    assert e.finalize()["reward"] == 0  # the shipped defect, graded as it stands
+
+
+@needs_icarus
+def test_async_step_runs_off_the_event_loop():
+    import asyncio
+
+    async def episode() -> list[dict]:
+        e = CdcRepairEnv("handshake", hidden=2)
+        await e.areset()
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(tick())
+        w = await e.astep("write", {"path": e.task.editable, "content": e.task.reference_text})
+        s = await e.astep("submit", {})
+        ticker.cancel()
+        assert ticks > 1  # the loop kept running while the grade ran
+        return [w, s]
+
+    w, s = asyncio.run(episode())
+    assert w["error"] is None and s["done"] and s["reward"] == 1

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from cdc_env.errors import CdcError
-from cdc_env.evaluate import ROW_FIELDS, ControlsFailed, EvalSettings, Results, run_eval
+from cdc_env.evaluate import ROW_FIELDS, ControlsFailed, EndpointUnavailable, EvalSettings, Results, run_eval
 from cdc_env.grade import grade
 from cdc_env.standin import StandinServer
 from cdc_env.task import load_task
@@ -111,9 +111,14 @@ def test_429_then_success_is_one_result(server, tmp_path, model, mode):
 
 
 def test_retries_are_bounded(server, tmp_path):
-    row = only(run(server, tmp_path, "oneshot-429", tasks=("event",), retries=1)[0])
+    rows, summary = run(server, tmp_path, "oneshot-429", tasks=("event",), retries=1)
+    row = only(rows)
     assert (row["label"], row["failed_stage"], row["retries"]) == ("endpoint_error", "endpoint", 1)
     assert "HTTP 500 after 1 retries" in row["error"]
+    # not a result: no reward, left out of the rates, counted beside them
+    assert row["reward"] is None
+    o = summary["overall"]
+    assert (o["decided"], o["not_results"], o["pass_rate"], o["mean_reward"]) == (0, 1, None, None)
 
 
 def test_a_slow_endpoint_times_out_boundedly(server, tmp_path):
@@ -237,3 +242,45 @@ def test_a_mixed_agent_keeps_each_sample_on_its_own_script(server, tmp_path):
     got = sorted((r["label"], r["failed_stage"] or "") for r in rows)
     assert got == [("fail", "visible"), ("pass", ""), ("pass", ""), ("refused", "gate"), ("refused", "model")]
     assert summary["malformed_args"] == 1 and summary["pass_at_k"]["pass@1"] == pytest.approx(0.4)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_endpoint_stops_before_the_controls(tmp_path):
+    called = []
+
+    def controls(sim: str) -> tuple[bool, list[dict], str]:
+        called.append(sim)
+        return True, [], ""
+
+    settings = EvalSettings(mode="oneshot", base_url=f"http://127.0.0.1:{_closed_port()}/v1", model="m",
+                            tasks=["handshake"], hidden=HIDDEN)
+    with pytest.raises(EndpointUnavailable, match="cannot reach the endpoint"):
+        run_eval(settings, tmp_path / "out", controls=controls)
+    assert called == [] and not (tmp_path / "out").exists()
+
+
+def test_cli_against_a_closed_port_exits_non_zero_with_one_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cdc_env.cli", "eval", "--mode", "agentic", "--base-url",
+         f"http://127.0.0.1:{_closed_port()}/v1", "--model", "m", "--tasks", "handshake", "--out",
+         str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "cannot reach the endpoint" in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_resume_can_add_samples_but_not_drop_them(server, tmp_path):
+    rows, _ = run(server, tmp_path, "oneshot-mixed", samples=2)
+    before = len(server.requests)
+    rows, summary = run(server, tmp_path, "oneshot-mixed", samples=3, resume=True)
+    assert sorted(r["sample"] for r in rows) == [0, 1, 2]
+    assert len(server.requests) - before == 1 and summary["samples"] == 3
+    with pytest.raises(CdcError, match="can add samples"):
+        run(server, tmp_path, "oneshot-mixed", samples=2, resume=True)

@@ -122,9 +122,21 @@ def test_gate_result_counts_only_decided_refusals():
     assert gate_result(_report("skipped", [])) is None and gate_result(None) is None
 
 
-def test_progress_bar_counts_on_stderr(capsys):
-    bar = ProgressBar(width=10)
-    bar({"label": "pass"}, 1, 2)
-    bar({"label": "refused_parse"}, 2, 2)
+def test_progress_off_a_terminal_is_one_plain_line_per_rollout(capsys):
+    bar = ProgressBar(tty=False)
+    bar({"label": "pass", "task": "event", "sample": 0}, 1, 2)
+    bar({"label": "refused_parse", "task": "event", "sample": 1}, 2, 2)
     err = capsys.readouterr().err
-    assert "[#####.....] 1/2  pass 1" in err and err.endswith("2/2  pass 1  refused 0  parse 1  errors 0\n")
+    lines = err.splitlines()
+    assert len(lines) == 2 and "\r" not in err and "\x1b" not in err
+    assert lines[0].startswith("eval 1/2  event s0: pass  pass 1  refused 0  parse 0  errors 0")
+    assert "rollouts/min  ETA" in lines[0] and lines[1].endswith("ETA -")
+
+
+def test_progress_on_a_terminal_is_a_tqdm_bar_with_rate_and_eta(capsys):
+    pytest.importorskip("tqdm", reason="tqdm is not installed (pip install .[eval])")
+    bar = ProgressBar(tty=True)
+    for i in range(3):
+        bar({"label": "pass", "task": "event", "sample": i}, i + 1, 3)
+    err = capsys.readouterr().err
+    assert "3/3" in err and "rollout/s" in err and "pass 3" in err

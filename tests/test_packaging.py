@@ -50,3 +50,23 @@ def test_grade_from_a_deep_install(wheel, tmp_path):
     assert out.returncode == 0, out.stderr[-500:]
     root, verdict = json.loads(out.stdout.strip().splitlines()[-1])
     assert root.startswith(str(deep)) and verdict == "pass"
+
+
+def test_every_report_field_has_a_description():
+    from cdc_env.report import report_schema
+
+    missing = []
+
+    def walk(node: object, where: str) -> None:
+        if isinstance(node, dict):
+            for name, sub in (node.get("properties") or {}).items():
+                if not isinstance(sub, dict) or not sub.get("description"):
+                    missing.append(f"{where}.{name}")
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}" if key not in ("properties", "items", "$defs") else where)
+        elif isinstance(node, list):
+            for sub in node:
+                walk(sub, where)
+
+    walk(report_schema(), "report")
+    assert missing == []

@@ -113,3 +113,43 @@ def test_every_script_answers_every_family(server, name):
         msg = resp.choices[0].message
         filtered = resp.choices[0].finish_reason == "content_filter"
         assert msg.content or msg.tool_calls or msg.refusal or filtered
+
+
+def _assemble(stream) -> tuple[dict, str | None, object]:
+    """A streamed reply put back together the way a streaming client does, from the chunks alone."""
+    content, refusal, calls, finish, usage = "", "", {}, None, None
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            d = choice.delta
+            content += d.content or ""
+            refusal += getattr(d, "refusal", None) or ""
+            for tc in d.tool_calls or []:
+                slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                slot["id"] = tc.id or slot["id"]
+                if tc.function is not None:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+            finish = choice.finish_reason or finish
+    msg = {"content": content or None, "refusal": refusal or None,
+           "tool_calls": [calls[i] for i in sorted(calls)]}
+    return msg, finish, usage
+
+
+@pytest.mark.parametrize(("model", "task"), [("oneshot-correct", "handshake"), ("agent-correct", "event"),
+                                             ("refusal", "handshake"), ("content-filter", "handshake")])
+def test_streaming_gives_the_same_reply_as_a_plain_request(server, model, task):
+    plain = ask(server, model, task=task).choices[0]
+    msg, finish, usage = _assemble(ask(server, model, task=task, stream=True,
+                                       stream_options={"include_usage": True}))
+    assert finish == plain.finish_reason
+    assert msg["content"] == plain.message.content and msg["refusal"] == plain.message.refusal
+    want = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+            for c in plain.message.tool_calls or []]
+    assert msg["tool_calls"] == want
+    assert usage is not None and usage.completion_tokens > 0
+    if model == "oneshot-correct":  # really cut into pieces, not one chunk
+        chunks = ask(server, model, task=task, stream=True)
+        pieces = [c for c in chunks if c.choices and c.choices[0].delta.content]
+        assert len(pieces) > 10

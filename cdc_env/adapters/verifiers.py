@@ -1,0 +1,167 @@
+"""A verifiers (v1) taskset: one task per cdc_env task, the five tools as a Toolset, the grader's reward.
+
+    vf-eval cdc_env.adapters.verifiers --env.taskset.tasks '["handshake", "event"]' \\
+        --model agent-correct --client.base-url http://127.0.0.1:PORT/v1 ...
+
+``CdcTaskset.load()`` yields one ``CdcTask`` per task id in ``config.tasks`` (default: every public
+task). A task's prompt is ``cdc_env.prompts.task_prompt`` and its system prompt
+``AGENT_SYSTEM_PROMPT`` -- the same text ``cdc-env eval`` sends. Its tools come from
+``CdcToolset``, a task-scoped MCP server (one per rollout) that holds a ``CdcRepairEnv`` and answers
+``read``, ``write``, ``contract``, ``run_visible`` and ``submit`` with the descriptions of
+``tools/*.json``, unprefixed, so a model sees exactly the tools of the other harnesses. Budgets and
+refusals are the environment's own.
+
+Reward (``CdcTask.grade``): the grader's reward of the submitted design (1.0 pass, 0.0 otherwise).
+If the rollout ends without a submission (the harness's turn limit, the model stopped calling
+tools) the design as it stands is graded, as ``CdcRepairEnv.finalize`` does. Each rollout's state
+(``CdcState``) carries the working copy, the verdict and reward; the grade report itself stays in
+the tool server and the reward function, never in the model's messages.
+
+Not covered: a hosted (sandboxed) runtime -- the tool server runs as a local subprocess and needs
+bubblewrap and the simulators on the host, like ``cdc-env grade``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+import verifiers.v1 as vf
+from pydantic import Field
+
+from .. import tools as cdc_tools
+from ..env import DEFAULT_HIDDEN, CdcRepairEnv
+from ..grade import grade
+from ..prompts import AGENT_SYSTEM_PROMPT, task_prompt
+from ..task import list_tasks, load_task
+
+__all__ = ["CdcTaskset"]
+
+
+class CdcState(vf.State):
+    """Per-rollout state shared by the tool server and the reward function."""
+
+    design: str | None = None
+    """The working copy of the editable file (None: the defect as shipped, untouched)."""
+    done: bool = False
+    verdict: str | None = None
+    reward: float | None = None
+
+
+class CdcTaskData(vf.TaskData):
+    task_id: str
+    """A public task id, or the path of a task folder."""
+    hidden: int | Literal["all"] = DEFAULT_HIDDEN
+    max_steps: int = 30
+    max_sim_runs: int = 6
+    sim: str = "icarus"
+
+
+class CdcToolsetConfig(vf.ToolsetConfig):
+    pass
+
+
+class CdcToolset(vf.Toolset[CdcToolsetConfig, CdcState]):
+    """The five tools over one CdcRepairEnv (task-scoped: one server per rollout)."""
+
+    TOOL_PREFIX = None  # the tools keep their own names: read, write, contract, run_visible, submit
+
+    def __init__(self, config: CdcToolsetConfig) -> None:
+        super().__init__(config)
+        self.env: CdcRepairEnv | None = None
+
+    async def setup_task(self, task: Any) -> None:
+        d = getattr(task, "data", task)  # verifiers passes the task data
+        self.env = CdcRepairEnv(d.task_id, hidden=d.hidden, max_steps=d.max_steps,
+                                max_sim_runs=d.max_sim_runs, sim=d.sim)
+        self.env.reset()
+
+    def _call(self, name: str, args: dict) -> str:
+        if self.env is None:
+            return "Error: the environment is not set up."
+        res = self.env.step(name, args)
+        self.state.design = self.env.design
+        if res["done"]:
+            self.state.done = True
+            self.state.verdict = res["report"]["verdict"] if res["report"] else None
+            self.state.reward = float(res["reward"]) if res["reward"] is not None else None
+        return res["observation"]
+
+    async def read(self, path: str) -> str:
+        return self._call("read", {"path": path})
+
+    async def write(self, path: str, content: str) -> str:
+        return self._call("write", {"path": path, "content": content})
+
+    async def contract(self) -> str:
+        return self._call("contract", {})
+
+    async def run_visible(self) -> str:  # simulates: off the server's event loop
+        return await asyncio.to_thread(self._call, "run_visible", {})
+
+    async def submit(self) -> str:
+        return await asyncio.to_thread(self._call, "submit", {})
+
+    def register(self, mcp: Any) -> None:
+        defs = cdc_tools.tool_definitions()
+        descriptions = {d["function"]["name"]: d["function"]["description"] for d in defs}
+        for name in cdc_tools.TOOL_NAMES:
+            mcp.add_tool(self._with_state(getattr(self, name)), name=name, description=descriptions[name])
+
+
+class CdcTaskConfig(vf.TaskConfig):
+    tools: CdcToolsetConfig = CdcToolsetConfig()
+
+
+class CdcTask(vf.Task[CdcTaskData, CdcState, CdcTaskConfig]):
+    @classmethod
+    def toolsets(cls, config: CdcTaskConfig) -> list[vf.Toolset]:
+        return [CdcToolset(config.tools)]
+
+    @property
+    def key(self) -> str:
+        return f"cdc_env/{self.data.task_id}"
+
+    @vf.stop
+    async def submitted(self, trace: vf.Trace) -> bool:
+        """End the rollout once the episode is over (submitted or out of tool calls)."""
+        return bool(getattr(trace.state, "done", False))
+
+    @vf.reward(weight=1.0)
+    async def grade(self, trace: vf.Trace) -> float:
+        """The grader's reward: the submitted design's, else the working copy's as it stands."""
+        state = trace.state
+        if getattr(state, "reward", None) is not None:
+            return float(state.reward)
+        task = load_task(self.data.task_id)
+        design = getattr(state, "design", None) or task.defective_text
+        report = grade(task, design, sim=self.data.sim, hidden=self.data.hidden)
+        return float(report["reward"])
+
+
+class CdcTasksetConfig(vf.TasksetConfig):
+    tasks: list[str] = Field(default_factory=list)
+    """Task ids or task folders (default: every public task)."""
+    hidden: int | Literal["all"] = DEFAULT_HIDDEN
+    max_steps: int = 30
+    max_sim_runs: int = 6
+    sim: str = "icarus"
+    task: CdcTaskConfig = CdcTaskConfig()
+
+
+class CdcTaskset(vf.Taskset[CdcTask, CdcTasksetConfig]):
+    """One task per cdc_env task."""
+
+    def load(self):
+        c = self.config
+        for tid in c.tasks or [t.id for t in list_tasks()]:
+            t = load_task(tid)
+            yield CdcTask(CdcTaskData(id=t.id, name=t.id, description=t.title, task_id=tid,
+                                      prompt=task_prompt(t, c.max_steps, c.max_sim_runs),
+                                      system_prompt=AGENT_SYSTEM_PROMPT, hidden=c.hidden,
+                                      max_steps=c.max_steps, max_sim_runs=c.max_sim_runs, sim=c.sim),
+                          c.task)
+
+
+if __name__ == "__main__":  # the tool server's process (verifiers starts it with python -m)
+    CdcToolset.run()

@@ -1,0 +1,67 @@
+"""The public prompts: what a model is told, the same for ``cdc-env eval``, the adapters and any
+harness that wants to match the published numbers.
+
+    SYSTEM_PROMPT          one-shot system prompt (answer with the whole file in a fenced block)
+    AGENT_SYSTEM_PROMPT    agentic system prompt (work only through the five tools)
+    task_prompt(task, ...) the agentic task prompt: bug report, the editable file's name, the
+                           tools by name and the budgets -- CdcRepairEnv.reset()'s observation. The
+                           tool descriptions are not repeated here: they go in the request's
+                           ``tools`` (CdcRepairEnv.tool_definitions()).
+    oneshot_prompt(task)   the one-shot user prompt (bug report, the file, the timing contract,
+                           the answer format); oneshot_messages(task) = system + user.
+    REMINDER               what the eval harness says once when a reply has no tool call.
+
+Not covered: chat templates and tool-call formats (the harness's job).
+"""
+
+from __future__ import annotations
+
+from . import paths
+from .task import Task
+from .tools import TOOL_NAMES
+
+CONTRACT_NAME = "CONTRACT.md"
+
+SYSTEM_PROMPT = "You are an expert digital designer who repairs clock-domain-crossing (CDC) bugs in Verilog."
+AGENT_SYSTEM_PROMPT = (SYSTEM_PROMPT + " You work only through the tools you are given: read the design "
+                       "and the timing contract, write the repaired file, check it with run_visible, "
+                       "then submit.")
+REMINDER = ("Your reply had no tool call. Work through the tools: write the repaired {editable} and call "
+            "submit when you are done. If your next reply has no tool call either, your current "
+            "{editable} is submitted as it is.")
+
+
+def task_prompt(task: Task, max_steps: int = 30, max_sim_runs: int = 6) -> str:
+    """The agentic task prompt (the first observation of an episode), without the budget line."""
+    return (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
+            f"The one file you may change: {task.editable}. You may read it and {CONTRACT_NAME}, "
+            f"the synchronizers' timing contract (also given by the contract tool).\n\n"
+            f"Tools: {', '.join(TOOL_NAMES)} (described in the tool definitions).\n\n"
+            f"Budgets: {max_steps} tool calls and {max_sim_runs} simulation runs "
+            f"(run_visible). Every call counts, including refused ones. When the tool calls "
+            f"run out, your current design is submitted as it is.")
+
+
+def oneshot_prompt(task: Task) -> str:
+    """The one-shot user prompt: bug report, the editable file, the timing contract, the answer format."""
+    contract = paths.contract_file().read_text(encoding="utf-8").strip()
+    return (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
+            f"The file you may change, {task.editable}:\n\n"
+            f"```verilog\n{task.defective_text.rstrip()}\n```\n\n"
+            f"The timing contract of the provided synchronizer primitives ({CONTRACT_NAME}):\n\n"
+            f"{contract}\n\n"
+            f"Answer format: give the complete new text of {task.editable} -- the whole file, not an "
+            f"excerpt -- in one fenced code block (```verilog ... ```). Prose before or after the block "
+            f"is fine. If your answer holds several fenced blocks, only the last one that defines "
+            f"module {task.top} (through its endmodule) is graded. Keep the module name and port list.")
+
+
+def oneshot_messages(task: Task) -> list[dict]:
+    """The one-shot request's messages: system prompt and user prompt."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": oneshot_prompt(task)}]
+
+
+def agent_messages(task: Task, max_steps: int = 30, max_sim_runs: int = 6) -> list[dict]:
+    """The agentic conversation's opening: system prompt and task prompt."""
+    return [{"role": "system", "content": AGENT_SYSTEM_PROMPT},
+            {"role": "user", "content": task_prompt(task, max_steps, max_sim_runs)}]

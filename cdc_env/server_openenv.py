@@ -1,0 +1,235 @@
+"""OpenEnv-compatible routes on the server, under ``/openenv`` (an ``openenv-core`` client's base URL
+is ``http://HOST:PORT/openenv``):
+
+    WS     /openenv/ws         one session = one episode at a time: {"type": "reset"|"step"|"state"|"close"}
+    POST   /openenv/reset      start an episode -> {"observation", "reward", "done"}
+    POST   /openenv/step       one tool call; the body names the episode: {"action", "episode_id"}
+    GET    /openenv/state      ?episode_id=... -> {"episode_id", "step_count", ...}
+    GET    /openenv/health, /openenv/metadata, /openenv/schema
+
+Messages and bodies are OpenEnv's: reset data ``{"seed", "episode_id", "task", "max_steps",
+"max_sim_runs", "hidden", "sim"}`` (all optional; ``task`` defaults to the first task served),
+an action ``{"tool": name, "arguments": object or JSON text}``, and results
+``{"observation": {...}, "reward": float | null, "done": bool}``. The observation holds ``text``
+(for the model) and the rest of ``CdcRepairEnv.step``'s result (``error``, budgets,
+``episode_id``; after reset ``task``, ``editable``, ``tools`` with the OpenAI tool definitions and
+``system_prompt``; on the last step ``report``, the grade report, which is for the harness and
+must not reach the model). ``reward`` is null until the step that ends the episode, then 1.0 or 0.0.
+
+Episodes are the server's own (``EnvServer``): the same cap, idle time-out, worker pool and
+sandbox as ``/v1/episodes``. Unlike OpenEnv's stock HTTP routes, ours are not stateless:
+``/openenv/reset`` starts an episode and its ``episode_id`` must come with each ``/openenv/step``
+(as a top-level field, which OpenEnv's StepRequest allows). A WebSocket session ends its episode
+when it closes. With a bearer token the WebSocket handshake must carry ``Authorization: Bearer
+<token>`` like every HTTP request (the stock openenv client sends no headers: use it on loopback
+without a token, or behind a proxy that adds the header).
+
+Not covered: OpenEnv's MCP routes (``/mcp``) and its production mode.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+
+from . import __version__, tools
+from .prompts import AGENT_SYSTEM_PROMPT
+from .server import _ERROR_RESPONSES, ApiError, EnvServer, StartRequest, StepRequest, _token_digest
+
+PREFIX = "/openenv"
+_RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim"}
+
+ACTION_SCHEMA = {
+    "type": "object", "required": ["tool"], "additionalProperties": True,
+    "properties": {
+        "tool": {"type": "string", "enum": list(tools.TOOL_NAMES), "description": "the tool to call"},
+        "arguments": {"description": "the tool's arguments: an object, or the JSON text of one"}},
+}
+OBSERVATION_SCHEMA = {
+    "type": "object", "required": ["text", "episode_id"],
+    "properties": {"text": {"type": "string", "description": "the text for the model"},
+                   "episode_id": {"type": "string"},
+                   "error": {"type": ["string", "null"]},
+                   "report": {"type": ["object", "null"],
+                              "description": "the grade report on the last step (not for the model)"}},
+}
+STATE_SCHEMA = {
+    "type": "object", "required": ["episode_id", "step_count"],
+    "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"}},
+}
+
+
+def _result(eid: str, res: dict, first: bool = False) -> dict:
+    """CdcRepairEnv's result dict -> OpenEnv's {"observation", "reward", "done"}."""
+    obs = {"text": res["observation"], "episode_id": eid,
+           **{k: v for k, v in res.items() if k not in ("observation", "reward", "done", "tools",
+                                                         "episode_id", "idle_timeout_s")}}
+    if first:
+        obs.update(tools=tools.tool_definitions(), system_prompt=AGENT_SYSTEM_PROMPT)
+    reward = None if res.get("reward") is None else float(res["reward"])
+    return {"observation": obs, "reward": reward, "done": bool(res["done"])}
+
+
+class _Session:
+    """OpenEnv operations over the server's episodes (shared by the HTTP and WebSocket routes)."""
+
+    def __init__(self, server: EnvServer) -> None:
+        self.server = server
+
+    async def reset(self, data: dict) -> tuple[str, dict]:
+        if not isinstance(data, dict):
+            raise ApiError(422, "bad_request", "reset data must be a JSON object")
+        unknown = set(data) - _RESET_KEYS
+        if unknown:
+            raise ApiError(422, "bad_request", f"unknown reset field(s): {', '.join(sorted(unknown))[:200]} "
+                                               f"(known: {', '.join(sorted(_RESET_KEYS))})")
+        task = data.get("task") or next(iter(self.server.config.tasks))
+        fields = {k: data[k] for k in ("max_steps", "max_sim_runs", "hidden", "sim")
+                  if data.get(k) is not None}
+        try:
+            req = StartRequest(task=task, **fields)
+        except ValueError as exc:
+            raise ApiError(422, "bad_request", str(exc).splitlines()[0][:300]) from None
+        out = await self.server.start(req)
+        return out["episode_id"], _result(out["episode_id"], out, first=True)
+
+    async def step(self, eid: str, action: Any) -> dict:
+        if not isinstance(action, dict):
+            raise ApiError(422, "bad_request", 'an action is a JSON object {"tool": ..., "arguments": ...}')
+        req = StepRequest(tool=action.get("tool"), arguments=action.get("arguments"))
+        res = await self.server.step(eid, req)
+        return _result(eid, res)
+
+    def state(self, eid: str | None) -> dict:
+        if eid is None:
+            return {"episode_id": None, "step_count": 0}
+        env = self.server.episode(eid).env
+        return {"episode_id": eid, "step_count": env.steps_used, "task": env.task.id, "done": env.done,
+                "steps_left": env.max_steps - env.steps_used,
+                "sim_runs_left": env.max_sim_runs - env.sim_runs_used}
+
+    async def end(self, eid: str | None) -> None:
+        if eid is not None and eid in self.server.episodes:
+            await self.server.close(eid)
+
+
+def include_openenv(app: FastAPI) -> None:
+    """Add the OpenEnv routes to the server's app (``create_app`` calls this)."""
+    server: EnvServer = app.state.env_server
+    session = _Session(server)
+    config = server.config
+    want = None if config.token is None else _token_digest(f"Bearer {config.token}".encode())
+
+    @app.get(f"{PREFIX}/health", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_health() -> JSONResponse:
+        """OpenEnv health check."""
+        return JSONResponse({"status": "healthy"})
+
+    @app.get(f"{PREFIX}/metadata", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_metadata() -> JSONResponse:
+        """OpenEnv environment metadata."""
+        about = ("Repair clock-domain-crossing bugs in Verilog through five tools; graded by a "
+                 "gaming-resistant verifier. Tasks: " + ", ".join(config.tasks))
+        return JSONResponse({"name": "cdc_env", "version": __version__, "description": about})
+
+    @app.get(f"{PREFIX}/schema", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_schema() -> JSONResponse:
+        """JSON schemas of the action, the observation and the state."""
+        return JSONResponse({"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA,
+                             "state": STATE_SCHEMA})
+
+    @app.post(f"{PREFIX}/reset", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_reset(request: Request) -> JSONResponse:
+        """Start an episode; its id is in observation.episode_id (send it with every step)."""
+        body = await _json_body(request, default={})
+        _, out = await session.reset(body)
+        return JSONResponse(out)
+
+    @app.post(f"{PREFIX}/step", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_step(request: Request) -> JSONResponse:
+        """One tool call in the episode named by the body's episode_id."""
+        body = await _json_body(request)
+        eid = body.get("episode_id") if isinstance(body, dict) else None
+        if not isinstance(eid, str) or not eid:
+            raise ApiError(422, "bad_request",
+                           "this server's episodes are stateful: send the episode_id that /openenv/reset "
+                           'returned, {"action": {...}, "episode_id": "..."}')
+        return JSONResponse(await session.step(eid, body.get("action")))
+
+    @app.get(f"{PREFIX}/state", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_state(episode_id: str) -> JSONResponse:
+        """The episode's state: episode_id, step_count, budgets left."""
+        return JSONResponse(session.state(episode_id))
+
+    @app.websocket(f"{PREFIX}/ws")
+    async def oe_ws(ws: WebSocket) -> None:
+        if want is not None:
+            got = _token_digest(ws.headers.get("authorization", "").encode("latin-1", "replace"))
+            if not hmac.compare_digest(got, want):
+                await ws.close(code=1008, reason="this server requires 'Authorization: Bearer <token>'")
+                return
+        await ws.accept()
+        eid: str | None = None
+        try:
+            while True:
+                raw = await ws.receive_text()
+                if len(raw.encode()) > config.max_body:
+                    await _ws_error(ws, f"the message exceeds {config.max_body} bytes", "body_too_large")
+                    continue
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    await _ws_error(ws, "the message is not JSON", "INVALID_JSON")
+                    continue
+                kind = msg.get("type") if isinstance(msg, dict) else None
+                try:
+                    if kind == "reset":
+                        await session.end(eid)
+                        eid = None
+                        eid, out = await session.reset(msg.get("data") or {})
+                        await ws.send_text(json.dumps({"type": "observation", "data": out}))
+                    elif kind == "step":
+                        if eid is None:
+                            raise ApiError(409, "no_episode", "send a reset before the first step")
+                        out = await session.step(eid, msg.get("data"))
+                        await ws.send_text(json.dumps({"type": "observation", "data": out}))
+                    elif kind == "state":
+                        await ws.send_text(json.dumps({"type": "state", "data": session.state(eid)}))
+                    elif kind == "close":
+                        break
+                    else:
+                        await _ws_error(ws, f"unknown message type {str(kind)[:40]!r} "
+                                            "(reset, step, state, close)", "UNKNOWN_TYPE")
+                except ApiError as exc:
+                    await _ws_error(ws, exc.message, exc.code)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await session.end(eid)
+        try:
+            await ws.close()
+        except RuntimeError:  # already closed by the client
+            pass
+
+
+async def _json_body(request: Request, default: Any = None) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        if default is None:
+            raise ApiError(422, "bad_request", "the body must be a JSON object")
+        return default
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ApiError(400, "bad_request", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(422, "bad_request", "the body must be a JSON object")
+    return body
+
+
+async def _ws_error(ws: WebSocket, message: str, code: str) -> None:
+    await ws.send_text(json.dumps({"type": "error", "data": {"message": message, "code": code}}))

@@ -1,0 +1,76 @@
+"""The Gymnasium adapter against the real gymnasium: check_env, then a whole episode to reward 1."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from cdc_env.task import load_task
+
+from .conftest import needs_bwrap, needs_icarus
+
+gym = pytest.importorskip("gymnasium", reason="gymnasium is not installed (pip install .[gym] or .[test])")
+adapter = pytest.importorskip("cdc_env.adapters.gym")
+pytestmark = [needs_icarus, needs_bwrap]
+
+
+def test_every_public_task_is_registered():
+    from cdc_env.task import list_tasks
+
+    ids = set(gym.registry)
+    assert {f"cdc_env/{t.id}" for t in list_tasks()} | {"cdc_env/fifo"} <= ids
+
+
+def test_check_env_then_an_episode_to_reward_1():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("cdc_env/handshake", hidden=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning from the checker fails the test
+        check_env(env.unwrapped)
+    task = load_task("handshake")
+    obs, info = env.reset(seed=0, options={"task": "handshake"})
+    assert obs.startswith("Task: handshake") and [t["function"]["name"] for t in info["tools"]]
+    obs, reward, term, trunc, info = env.step({"tool": "write", "arguments": {"path": task.editable,
+                                                                            "content": task.reference_text}})
+    assert (reward, term, trunc, info["error"]) == (0.0, False, False, None)
+    obs, reward, term, trunc, info = env.step('{"tool": "submit", "arguments": {}}')
+    assert (reward, term, trunc) == (1.0, True, False)
+    assert info["report"]["verdict"] == "pass" and info["report"]["seeds"]["hidden"]["count"] == 8
+    env.close()
+
+
+def test_a_malformed_action_is_an_error_observation_not_an_exception():
+    env = gym.make("cdc_env/event", hidden=0, max_steps=3)
+    env.reset(seed=1)
+    for action in ("not json", 42, {"tool": "nope"}):
+        obs, reward, term, trunc, info = env.step(action)
+        assert info["error"] in ("unknown_tool", "bad_arguments") and reward == 0.0
+    assert trunc and not term  # the third call spent the budget: submitted by the environment
+    env.close()
+
+
+def test_fifo_reset_generates_a_variant_per_seed():
+    env = gym.make("cdc_env/fifo", hidden=0)
+    obs_a, info_a = env.reset(seed=7)
+    obs_b, _ = env.reset(seed=7)
+    obs_c, info_c = env.reset(seed=8, options={"task": "fifo"})
+    assert obs_a == obs_b and info_a["task"].startswith("fifo_gen_")
+    assert info_c["task"] != info_a["task"]
+    # the generated variant is a real task: its defect as shipped fails on submit
+    obs, reward, term, trunc, info = env.step({"tool": "submit", "arguments": {}})
+    assert term and info["report"]["task"] == info_c["task"]
+    obs, _ = env.reset(options={"task": "event"})
+    assert obs.startswith("Task: event")
+    env.close()
+
+
+def test_finalize_grades_a_truncated_episode():
+    env = gym.make("cdc_env/handshake", hidden=2)
+    task = load_task("handshake")
+    env.reset(seed=0)
+    env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
+    obs, reward, term, trunc, info = env.unwrapped.finalize()
+    assert (reward, term, trunc) == (1.0, False, True)
+    env.close()

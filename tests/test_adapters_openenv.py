@@ -1,0 +1,112 @@
+"""OpenEnv-compatible routes, driven by the real openenv-core client (WebSocket) and plain HTTP:
+an episode to reward 1 with the reference fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_env.task import load_task
+
+from .conftest import needs_bwrap, needs_icarus
+
+pytest.importorskip("fastapi", reason="the server extra is not installed (pip install .[server])")
+pytest.importorskip("websockets", reason="websockets is not installed (pip install .[server])")
+openenv = pytest.importorskip("openenv.core", reason="openenv-core is not installed (pip install .[test])")
+httpx = pytest.importorskip("httpx")
+pytestmark = [needs_icarus, needs_bwrap]
+
+from cdc_env.server import ServerConfig, resolve_tasks, serve_in_thread  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server():
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake", "event"]), workers=1, hidden=4, max_episodes=2)
+    with serve_in_thread(cfg) as srv:
+        yield srv
+
+
+def test_openenv_client_over_websocket_to_reward_1(server):
+    from openenv.core.generic_client import GenericEnvClient
+
+    task = load_task("handshake")
+    with GenericEnvClient(base_url=f"{server.url}/openenv").sync() as env:
+        first = env.reset(task="handshake", seed=0)
+        obs = first.observation
+        assert obs["text"].startswith("Task: handshake") and first.reward is None and not first.done
+        assert [t["function"]["name"] for t in obs["tools"]] and obs["system_prompt"]
+        state = env.state()
+        assert (state["episode_id"], state["step_count"]) == (obs["episode_id"], 0)
+        r = env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
+        assert r.observation["error"] is None and r.reward is None and not r.done
+        r = env.step({"tool": "submit", "arguments": {}})
+        assert r.done and r.reward == 1.0 and r.observation["report"]["verdict"] == "pass"
+        assert env.state()["step_count"] == 2
+    # the session's episode ended with its connection
+    assert obs["episode_id"] not in server.state.episodes
+
+
+def test_openenv_errors_are_error_messages(server):
+    from openenv.core.generic_client import GenericEnvClient
+
+    with GenericEnvClient(base_url=f"{server.url}/openenv").sync() as env:
+        with pytest.raises(RuntimeError, match="reset before the first step"):
+            env.step({"tool": "read", "arguments": {}})
+        with pytest.raises(RuntimeError, match="does not serve a task"):
+            env.reset(task="no_such_task")
+        env.reset(task="event")
+        bad = env.step({"tool": "nope"})
+        assert bad.observation["error"] == "unknown_tool" and not bad.done
+
+
+def test_openenv_http_routes_are_stateful_by_episode_id(server):
+    task = load_task("event")
+    with httpx.Client(base_url=f"{server.url}/openenv", timeout=120) as c:
+        assert c.get("/health").json()["status"] == "healthy"
+        assert set(c.get("/schema").json()) == {"action", "observation", "state"}
+        first = c.post("/reset", json={"task": "event", "hidden": 2}).json()
+        eid = first["observation"]["episode_id"]
+        assert c.post("/step", json={"action": {"tool": "contract"}}).status_code == 422  # no episode_id
+        w = c.post("/step", json={"action": {"tool": "write", "arguments": {"path": task.editable,
+                                                                           "content": task.reference_text}},
+                                  "episode_id": eid}).json()
+        assert w["observation"]["error"] is None
+        s = c.post("/step", json={"action": {"tool": "submit"}, "episode_id": eid}).json()
+        assert s["done"] and s["reward"] == 1.0
+        assert c.get("/state", params={"episode_id": eid}).json()["done"] is True
+
+
+def test_finished_episodes_do_not_count_against_the_cap(server):
+    """max_episodes is 2: two finished episodes do not stop a third (or a fourth) from starting."""
+    with httpx.Client(base_url=server.url, timeout=120) as c:
+        for _ in range(4):
+            r = c.post("/v1/episodes", json={"task": "event", "max_steps": 1})
+            assert r.status_code == 201, r.text
+            done = c.post(f"/v1/episodes/{r.json()['episode_id']}/step", json={"tool": "contract"}).json()
+            assert done["done"]  # the one call spent the budget: auto-submitted
+        live = [c.post("/v1/episodes", json={"task": "event"}) for _ in range(3)]
+        assert [r.status_code for r in live] == [201, 201, 429]  # unfinished ones still do
+        for r in live[:2]:
+            c.delete(f"/v1/episodes/{r.json()['episode_id']}")
+
+
+def test_websocket_needs_the_token_when_the_server_has_one():
+    import asyncio
+    import json
+
+    from websockets.asyncio.client import connect
+
+    cfg = ServerConfig(tasks=resolve_tasks(["event"]), workers=1, hidden=2, token="s3cret-token")
+    with serve_in_thread(cfg) as srv:
+        url = srv.url.replace("http://", "ws://") + "/openenv/ws"
+
+        async def talk(headers: dict) -> dict:
+            async with connect(url, additional_headers=headers) as ws:
+                await ws.send(json.dumps({"type": "reset", "data": {}}))
+                return json.loads(await ws.recv())
+
+        with pytest.raises(Exception):  # noqa: B017 -- refused at the handshake or closed at once
+            asyncio.run(talk({}))
+        with pytest.raises(Exception):  # noqa: B017
+            asyncio.run(talk({"Authorization": "Bearer wrong"}))
+        ok = asyncio.run(talk({"Authorization": "Bearer s3cret-token"}))
+        assert ok["type"] == "observation" and ok["data"]["observation"]["text"].startswith("Task: event")
