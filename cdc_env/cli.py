@@ -19,7 +19,7 @@ from .errors import CdcError
 # Modules that add their own subcommands: each defines add_commands(subparsers).
 COMMAND_MODULES: list[str] = ["cdc_env.fixtures_cli", "cdc_env.scripted", "cdc_env.sim_cli",
                               "cdc_env.gate.cli", "cdc_env.fifo.cli", "cdc_env.server_cli",
-                              "cdc_env.eval_cli"]
+                              "cdc_env.eval_cli", "cdc_env.batch_cli"]
 
 EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
