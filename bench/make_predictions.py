@@ -97,7 +97,8 @@ def check(pred: Path, out: Path) -> int:
         if row["verdict"] != meta["expect"] or stage != meta["stage"]:
             wrong += 1
             print(f"{pid} ({meta.get('fixture') or meta['kind']} on {row['task']}): expected "
-                  f"{meta['expect']} at {meta['stage']}, got {row['verdict']} at {stage}: {row['reason'][:120]}")
+                  f"{meta['expect']} at {meta['stage']}, got {row['verdict']} at {stage}: "
+                  f"{row['reason'][:120]}")
     print(f"{len(want) - wrong}/{len(want)} lines got the expected verdict and stage")
     return 0 if wrong == 0 else 1
 

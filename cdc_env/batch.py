@@ -166,8 +166,14 @@ class ProgressLine:
         self._rich = None
         if enabled and self.tty:
             try:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                           TimeElapsedColumn, TimeRemainingColumn)
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
                 self._rich = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
                                       TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
@@ -303,7 +309,8 @@ def summary_markdown(s: dict, title: str = "grade-batch") -> str:
         lines.append(f"- wall {s['wall_s']} s, {s.get('grades_per_hour_wall')} grades/hour")
     if s.get("backend"):
         b = s["backend"]
-        lines.append(f"- backend {b.get('backend')}: " + ", ".join(f"{k} {v}" for k, v in b.items() if k != "backend"))
+        lines.append(f"- backend {b.get('backend')}: "
+                     + ", ".join(f"{k} {v}" for k, v in b.items() if k != "backend"))
     for n in s.get("nodes") or []:
         where = n.get("address") or n.get("host")
         lines.append(f"- node {where}: " + ("ok" if n.get("ok") else
