@@ -121,7 +121,7 @@ def node_check(sim: str = "icarus") -> dict:
 
     problems: list[str] = []
     row: dict = {"host": platform.node(), "pid": os.getpid(), "cdc_env_version": __version__,
-                 "python": platform.python_version()}
+                 "python": platform.python_version(), "package": str(Path(__file__).resolve().parent)}
     if shutil.which("iverilog") is None or shutil.which("vvp") is None:
         problems.append("iverilog/vvp not on PATH")
     bwrap = bwrap_path()
@@ -288,6 +288,13 @@ def stage_package(dest: Path) -> Path:
     return pkg
 
 
+def ray_runtime_env(folder: Path) -> dict:
+    """The job-level Ray runtime environment that ships this package (code and task data, staged
+    into ``folder``) to every node: Ray uploads it once and each node unpacks it in front of its
+    own ``sys.path``."""
+    return {"py_modules": [str(stage_package(folder))]}
+
+
 class RayBackend(Backend):
     """One Ray task per grade on an existing cluster (or a local one for ``address="local"``)."""
 
@@ -305,7 +312,6 @@ class RayBackend(Backend):
         self.init_kwargs = init_kwargs or {}
         self._tmp: str | None = None
         self._started_ray = False
-        self._runtime_env: dict = {}
         self._good: list[str] = []
         self._pin = False
         self._rr = 0
@@ -316,23 +322,28 @@ class RayBackend(Backend):
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        if not ray.is_initialized():
+        if ray.is_initialized():
+            if self.ship:
+                raise CdcError("Ray is already initialised by the caller, so the package cannot be "
+                               "shipped: pass runtime_env=ray_runtime_env(folder) to ray.init, or ship=False")
+        else:
+            kwargs = dict(self.init_kwargs)
+            env = dict(kwargs.pop("runtime_env", None) or {})
+            if self.ship:
+                self._tmp = tempfile.mkdtemp(prefix="cdc-ray-pkg-")
+                env["py_modules"] = [*env.get("py_modules", []), *ray_runtime_env(Path(self._tmp))["py_modules"]]
             try:
                 if self.address == "local":
-                    ray.init(include_dashboard=False, log_to_driver=False, **self.init_kwargs)
+                    ray.init(include_dashboard=False, log_to_driver=False, runtime_env=env, **kwargs)
                 else:
-                    ray.init(address=self.address, log_to_driver=False, **self.init_kwargs)
+                    ray.init(address=self.address, log_to_driver=False, runtime_env=env, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as exc:
+                self.close()
                 raise CdcError(f"cannot join the Ray cluster at {self.address}: "
                                f"{str(exc).splitlines()[0]}") from None
             self._started_ray = True
-        if self.ship:
-            self._tmp = tempfile.mkdtemp(prefix="cdc-ray-pkg-")
-            self._runtime_env = {"py_modules": [str(stage_package(Path(self._tmp)))]}
-        self._check = ray.remote(num_cpus=0, max_retries=0)(node_check).options(
-            runtime_env=self._runtime_env)
-        self._remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(
-            run_job).options(runtime_env=self._runtime_env)
+        self._check = ray.remote(num_cpus=0, max_retries=0)(node_check)
+        self._remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(run_job)
         want = data_fingerprint()
         alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
         refs = {n["NodeID"]: self._check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(

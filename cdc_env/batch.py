@@ -150,6 +150,19 @@ def strip_timing(row: dict) -> dict:
     return row
 
 
+def compare_results(a: Path, b: Path) -> list[str]:
+    """Differences between two results folders, timing fields aside (empty: identical)."""
+    ra, rb = load_results(Path(a) / "results.jsonl"), load_results(Path(b) / "results.jsonl")
+    diffs = [f"{k}: only in {a}" for k in sorted(ra.keys() - rb.keys())]
+    diffs += [f"{k}: only in {b}" for k in sorted(rb.keys() - ra.keys())]
+    for k in sorted(ra.keys() & rb.keys()):
+        x, y = strip_timing(ra[k]), strip_timing(rb[k])
+        if x != y:
+            keys = sorted(f for f in set(x) | set(y) if x.get(f) != y.get(f))
+            diffs.append(f"{k}: differs in {', '.join(keys)}")
+    return diffs
+
+
 # ---------------------------------------------------------------------- progress
 
 class ProgressLine:
