@@ -331,7 +331,8 @@ class RayBackend(Backend):
             env = dict(kwargs.pop("runtime_env", None) or {})
             if self.ship:
                 self._tmp = tempfile.mkdtemp(prefix="cdc-ray-pkg-")
-                env["py_modules"] = [*env.get("py_modules", []), *ray_runtime_env(Path(self._tmp))["py_modules"]]
+                shipped = ray_runtime_env(Path(self._tmp))["py_modules"]
+                env["py_modules"] = [*env.get("py_modules", []), *shipped]
             try:
                 if self.address == "local":
                     ray.init(include_dashboard=False, log_to_driver=False, runtime_env=env, **kwargs)

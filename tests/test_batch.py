@@ -54,7 +54,7 @@ def test_parse_line_reasons():
     for raw, reason in [('{"id": true, "task": "handshake", "submission": ""}', "id must be"),
                         ('{"id": "a", "task": "handshake", "submission": 3}', "submission must be"),
                         ('{"id": "a", "task": "handshake", "submission": "", "hidden": -1}', "hidden must"),
-                        ('{"id": "a", "task": "handshake", "submission": "", "hidden": "some"}', "hidden must"),
+                        ('{"id": "a", "task": "handshake", "submission": "", "hidden": "x"}', "hidden must"),
                         ('{"id": "a", "task": "x", "submission": ""}', "unknown task")]:
         with pytest.raises(ValueError, match=reason):
             parse_line(raw, 1, sim="icarus", hidden="all", known_tasks=known)
@@ -149,8 +149,10 @@ def test_node_check_reports_missing_tools(tmp_path):
 
 
 def test_summarize_counts_errors_apart():
-    rows = [{"id": 1, "task": "a", "verdict": "pass", "failed_stage": None, "overfit": False, "cpu_s": 1.0},
-            {"id": 2, "task": "a", "verdict": "overfit", "failed_stage": "hidden", "overfit": True, "cpu_s": 3.0},
+    rows = [{"id": 1, "task": "a", "verdict": "pass", "failed_stage": None, "overfit": False,
+             "cpu_s": 1.0},
+            {"id": 2, "task": "a", "verdict": "overfit", "failed_stage": "hidden", "overfit": True,
+             "cpu_s": 3.0},
             {"id": 3, "task": "b", "verdict": "tool_error", "batch_error": True, "cpu_s": 0.0}]
     s = summarize(rows)
     assert s["graded"] == 2 and s["not_graded"] == 1 and s["overfit"] == 1
@@ -164,7 +166,8 @@ def test_compare_results_ignores_timing_only(tmp_path):
     row = {"id": "p", "verdict": "pass", "cpu_s": 1.0, "stages": [{"name": "x", "cpu_s": 0.1}],
            "seeds": {"hidden": {"results": [{"hash": "h1"}]}}}
     (a / "results.jsonl").write_text(json.dumps(row) + "\n")
-    (b / "results.jsonl").write_text(json.dumps({**row, "cpu_s": 9.0, "stages": [{"name": "x", "cpu_s": 5}]}) + "\n")
+    slower = {**row, "cpu_s": 9.0, "stages": [{"name": "x", "cpu_s": 5}]}
+    (b / "results.jsonl").write_text(json.dumps(slower) + "\n")
     assert compare_results(a, b) == []
     row["seeds"]["hidden"]["results"][0]["hash"] = "h2"
     (b / "results.jsonl").write_text(json.dumps(row) + "\n")
@@ -181,7 +184,8 @@ def test_cli_bad_usage_is_one_line(tmp_path):
     for args in (["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o")],
                  ["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"),
                   "--workers", "2", "--ray", "auto"],
-                 ["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"), "--workers", "0"]):
+                 ["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"),
+                  "--workers", "0"]):
         p = run_cli(*args)
         assert p.returncode == 2, p.stderr
         assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
