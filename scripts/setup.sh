@@ -20,3 +20,4 @@ fi
 PY="${PYTHON:-python3}"
 echo "setup: installing cdc_env and its dependencies (pip)" >&2
 "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]"
+"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[ray]"  # grade-batch --ray and its tests
