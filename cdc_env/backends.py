@@ -45,6 +45,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class GradeJob:
     sim: str = "icarus"
     hidden: int | str = "all"
     jobs: int = 1  # seed processes in parallel inside this grade (the batch parallelises across grades)
+    gate: bool = True  # the static gate (eval grades a gate-refused submission again with it off)
 
 
 def error_row(job: GradeJob, reason: str) -> dict:
@@ -78,7 +80,8 @@ def run_job(job: GradeJob) -> dict:
         from .grade import grade
         from .task import load_task
 
-        report = grade(load_task(job.task), job.submission, sim=job.sim, hidden=job.hidden, jobs=job.jobs)
+        report = grade(load_task(job.task), job.submission, sim=job.sim, hidden=job.hidden, jobs=job.jobs,
+                       gate=job.gate)
     except Exception as exc:  # a grader bug must not take the batch down; it is recorded
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return error_row(job, f"the grader raised {tb}")
@@ -419,3 +422,20 @@ def make_backend(*, workers: int | None = None, ray: str | None = None, sim: str
 
 def job_dict(job: GradeJob) -> dict:
     return asdict(job)
+
+
+def grade_function(backend: Backend) -> Callable[..., dict]:
+    """A drop-in for ``cdc_env.grade`` that grades on ``backend`` (started by the caller): same
+    positional arguments, the keywords ``sim``, ``hidden``, ``gate``; returns the report. Thread-safe,
+    blocking: each calling thread waits for its own grade while the backend runs many at once.
+    A grade that could not be made comes back as a ``tool_error`` report with ``batch_error``."""
+
+    def grade_on_backend(task: object, submission: str | bytes, *, sim: str = "icarus",
+                         hidden: int | str | None = "all", gate: bool = True) -> dict:
+        tid = task if isinstance(task, str) else task.id  # type: ignore[attr-defined]
+        text = submission.decode("utf-8", "replace") if isinstance(submission, bytes) else submission
+        row = backend.grade(GradeJob(id=0, task=tid, submission=text, sim=sim, hidden=hidden or 0, gate=gate))
+        row.pop("id", None)
+        return row
+
+    return grade_on_backend

@@ -42,9 +42,15 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
         print(f"cdc-env: {msg}", file=sys.stderr)
         return EXIT_TOOL if msg.startswith("no Ray node") else EXIT_USAGE
     for n in summary.get("nodes") or []:
-        if not n.get("ok"):
-            print(f"cdc-env: node {n.get('address') or n.get('host')} cannot grade and was not used: "
-                  + "; ".join(n.get("problems") or []), file=sys.stderr)
+        if n.get("ok"):
+            continue
+        problems = "; ".join(n.get("problems") or [])
+        if summary["backend"]["backend"] == "ray":
+            print(f"cdc-env: node {n.get('address')} cannot grade and was not used: {problems}",
+                  file=sys.stderr)
+        else:
+            print(f"cdc-env: warning: this machine: {problems} (the reports say what that changed)",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -202,3 +202,19 @@ def test_cli_json_summary_and_progress_log(tmp_path):
     assert s["graded"] == len(expect) and s["bad_lines"] == 1
     assert "p.jsonl:5: not JSON" in p.stderr
     assert "graded 4/4 (100%)" in p.stderr and "ETA" in p.stderr and "\r" not in p.stderr
+
+
+@needs_icarus
+def test_grade_function_is_a_drop_in_for_grade():
+    from cdc_env import grade
+    from cdc_env.backends import grade_function
+
+    task = load_task("handshake")
+    with LocalPool(1) as pool:
+        remote = grade_function(pool)
+        got = remote(task, task.defective_text.encode(), sim="icarus", hidden=0)
+        gate_off = remote("handshake", task.reference_text, hidden=1, gate=False)
+    here = grade(task, task.defective_text, hidden=0)
+    assert "id" not in got and got["verdict"] == here["verdict"] == "fail"
+    assert got["seeds"]["visible"]["results"] == here["seeds"]["visible"]["results"]
+    assert gate_off["verdict"] == "pass" and gate_off["stages"][1]["status"] == "not_run"
