@@ -346,7 +346,7 @@ class RayBackend(Backend):
                 raise CdcError(f"cannot join the Ray cluster at {self.address}: "
                                f"{str(exc).splitlines()[0]}") from None
             self._started_ray = True
-        self._check = ray.remote(num_cpus=0, max_retries=0)(node_check)
+        self._check = ray.remote(num_cpus=1, max_retries=0)(node_check)  # warms a grading worker
         self._remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(run_job)
         want = data_fingerprint()
         alive = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
