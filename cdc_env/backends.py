@@ -215,7 +215,15 @@ class LocalPool(Backend):
         with self._lock:
             if self._pool is None:
                 self._pool = self._new_pool()
-        self.nodes = [self._pool.submit(node_check, self.sim).result()]
+        for attempt in range(1, self.max_attempts + 1):
+            generation = self._generation
+            try:
+                self.nodes = [self._pool.submit(node_check, self.sim).result()]
+                break
+            except cf.process.BrokenProcessPool:
+                self._restart(generation)
+                if attempt == self.max_attempts:
+                    raise CdcError("the worker pool keeps dying while it starts") from None
         return self.nodes
 
     def _restart(self, generation: int) -> None:

@@ -94,11 +94,10 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     return GradeJob(id=pid, task=obj["task"], submission=sub, sim=line_sim, hidden=line_hidden)
 
 
-def read_predictions(path: Path, *, sim: str, hidden: int | str,
-                     known_tasks: set[str]) -> tuple[list[GradeJob], list[BadLine]]:
-    """All good jobs in file order and every bad line (duplicates of an earlier id are bad lines)."""
-    jobs: list[GradeJob] = []
-    bad: list[BadLine] = []
+def iter_predictions(path: Path, *, sim: str, hidden: int | str,
+                     known_tasks: set[str]) -> Iterator[GradeJob | BadLine]:
+    """Each non-blank line in file order: a GradeJob, or a BadLine (a later line with an id seen
+    before is a bad line; the first one is graded). Streams: memory holds the ids only."""
     seen: set[str] = set()
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -113,15 +112,55 @@ def read_predictions(path: Path, *, sim: str, hidden: int | str,
                     pid = obj.get("id") if isinstance(obj, dict) else None
                 except json.JSONDecodeError:
                     pass
-                bad.append(BadLine(lineno, str(exc), pid if isinstance(pid, (str, int)) else None))
+                yield BadLine(lineno, str(exc), pid if isinstance(pid, (str, int)) else None)
                 continue
             key = str(job.id)
             if key in seen:
-                bad.append(BadLine(lineno, f"duplicate id {key[:80]!r} (the first one is graded)", job.id))
+                yield BadLine(lineno, f"duplicate id {key[:80]!r} (the first one is graded)", job.id)
                 continue
             seen.add(key)
-            jobs.append(job)
+            yield job
+
+
+def read_predictions(path: Path, *, sim: str, hidden: int | str,
+                     known_tasks: set[str]) -> tuple[list[GradeJob], list[BadLine]]:
+    """All good jobs in file order and every bad line (``iter_predictions`` into two lists)."""
+    jobs: list[GradeJob] = []
+    bad: list[BadLine] = []
+    for item in iter_predictions(path, sim=sim, hidden=hidden, known_tasks=known_tasks):
+        (bad if isinstance(item, BadLine) else jobs).append(item)  # type: ignore[arg-type]
     return jobs, bad
+
+
+COMPACT = ("id", "task", "verdict", "failed_stage", "overfit", "cpu_s", "batch_error")
+
+
+def compact(row: dict) -> dict:
+    """What the summary needs of a result row (a full report can be tens of kB)."""
+    return {k: row[k] for k in COMPACT if k in row}
+
+
+def keep_results(path: Path, wanted: set[str]) -> dict[str, dict]:
+    """Rewrite results.jsonl in place with the first result of each wanted id (dropping torn lines,
+    ``batch_error`` rows and ids no longer in the input); return {str(id): compact row}."""
+    kept: dict[str, dict] = {}
+    if not path.is_file():
+        return kept
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(path, encoding="utf-8", errors="replace") as src, open(tmp, "w", encoding="utf-8") as dst:
+        for raw in src:
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(row, dict) or "id" not in row or row.get("batch_error"):
+                continue
+            key = str(row["id"])
+            if key in wanted and key not in kept:
+                kept[key] = compact(row)
+                dst.write(raw if raw.endswith("\n") else raw + "\n")
+    os.replace(tmp, path)
+    return kept
 
 
 def load_results(path: Path) -> dict[str, dict]:
@@ -389,40 +428,47 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
                            + ", ".join(f"{k} {before.get(k)!r} -> {settings[k]!r}" for k in changed))
     run_json.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
-    jobs, bad = read_predictions(pred, sim=run.sim, hidden=run.hidden,
-                                 known_tasks={t.id for t in list_tasks()})
-    (out / "errors.jsonl").write_text("".join(json.dumps(b.row()) + "\n" for b in bad), encoding="utf-8")
-    for b in bad:
-        if run.on_bad_line:
-            run.on_bad_line(b)
+    known = {t.id for t in list_tasks()}
+    # Pass 1: bad lines and the ids (no submission is kept in memory).
+    bad: list[BadLine] = []
+    ids: set[str] = set()
+    with open(out / "errors.jsonl", "w", encoding="utf-8") as err:
+        for item in iter_predictions(pred, sim=run.sim, hidden=run.hidden, known_tasks=known):
+            if isinstance(item, BadLine):
+                bad.append(item)
+                err.write(json.dumps(item.row()) + "\n")
+                if run.on_bad_line:
+                    run.on_bad_line(item)
+            else:
+                ids.add(str(item.id))
+    kept = keep_results(results_path, ids) if run.resume else {}
+    if not run.resume:
+        results_path.write_text("", encoding="utf-8")
 
-    done = load_results(results_path) if run.resume else {}
-    wanted = {str(j.id) for j in jobs}
-    kept = {k: v for k, v in done.items() if k in wanted}
-    # Rewrite results.jsonl with exactly the kept results (drops torn lines and batch errors).
-    tmp = results_path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept.values()), encoding="utf-8")
-    os.replace(tmp, results_path)
-    todo = [GradeJob(**{**j.__dict__, "jobs": run.jobs_per_grade}) for j in jobs if str(j.id) not in kept]
+    def todo() -> Iterator[GradeJob]:  # pass 2: stream the jobs still to grade
+        for item in iter_predictions(pred, sim=run.sim, hidden=run.hidden, known_tasks=known):
+            if isinstance(item, GradeJob) and str(item.id) not in kept:
+                yield GradeJob(**{**item.__dict__, "jobs": run.jobs_per_grade})
 
+    n_todo = len(ids) - len(kept)
     rows = list(kept.values())
     t0 = time.monotonic()
-    bar = ProgressLine(len(todo), enabled=run.progress, tty=run.progress_tty)
+    bar = ProgressLine(n_todo, enabled=run.progress, tty=run.progress_tty)
     nodes: list[dict] = []
     try:
-        nodes = backend.start() if todo else []
+        nodes = backend.start() if n_todo else []
         with open(results_path, "a", encoding="utf-8") as fh:
-            for _job, row in grade_many(backend, todo):
+            for _job, row in grade_many(backend, todo()):
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
-                rows.append(row)
+                rows.append(compact(row))
                 bar.update(row["verdict"] if not row.get("batch_error") else "not_graded")
     finally:
         bar.close()
         backend.close()
     wall = time.monotonic() - t0
     summary = summarize(rows, bad_lines=len(bad), wall_s=wall, backend=backend.info(), nodes=nodes,
-                        resumed=len(kept), total_lines=len(jobs) + len(bad))
+                        resumed=len(kept), total_lines=len(ids) + len(bad))
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     run.summary = summary
