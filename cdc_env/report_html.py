@@ -149,6 +149,9 @@ def _pass_tables(rows: list[dict]) -> str:
         out.append(f'<tr><td class="{"pass" if v == "pass" else "bad"}">{esc(v)}</td>'
                    f'<td class="n">{k}</td><td>{_bar(k / total, v != "pass")} '
                    f'{100 * k / total:.1f}%</td></tr>')
+    out.append("</table><h2>Where grades stopped</h2><table><tr><th>failed stage</th><th>count</th></tr>")
+    for stage, k in Counter(str(r.get("stage") or "none (pass)") for r in rows).most_common():
+        out.append(f'<tr><td>{esc(stage)}</td><td class="n">{k}</td></tr>')
     out.append("</table>")
     return "".join(out)
 

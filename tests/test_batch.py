@@ -16,6 +16,7 @@ import pytest
 
 from cdc_env.backends import GradeJob, LocalPool, node_check
 from cdc_env.batch import BatchRun, compare_results, load_results, parse_line, run_batch, summarize
+from cdc_env.report import validate_report
 from cdc_env.task import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,8 @@ def test_batch_results_bad_lines_and_resume(tmp_path):
     rows = load_results(out / "results.jsonl")
     assert {k: r["verdict"] for k, r in rows.items()} == expect
     assert rows["7"]["id"] == 7 and rows["7"]["failed_stage"] == "allowlist"
+    for row in rows.values():
+        validate_report(row)  # a results line is a grade report (plus its id)
     assert s["bad_lines"] == len(BAD) == len(bad_seen)
     errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
     assert [e["line"] for e in errors] == list(range(5, 5 + len(BAD)))

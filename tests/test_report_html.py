@@ -98,8 +98,8 @@ def test_batch_page_has_everything_and_no_markup_from_data(batch_dir):
     assert "script" not in t.tags and "img" not in t.tags and "onerror" not in t.attrs
     text = "".join(t.text)
     assert EVIL in text  # shown as text (id, submission, diff)
-    for needle in ("Pass rate by task", "Verdicts", "Cost", "Failing submissions (2)", "clock ratio",
-                   "visible seeds"):
+    for needle in ("Pass rate by task", "Verdicts", "Where grades stopped", "Cost", "Failing submissions (2)",
+                   "clock ratio", "visible seeds"):
         assert needle in text
     assert "<svg" in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
@@ -114,6 +114,15 @@ def test_eval_page_gap_and_transcripts(eval_dir):
     assert "script" not in t.tags and "img" not in t.tags
     assert "Structural-validity gap" in text and "25.0%" in text
     assert "transcript (3 messages)" in text and "call write(" in text and "root:" not in text
+
+
+def test_cli_writes_the_page(batch_dir, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "r.html"
+    argv = [sys.executable, "-m", "cdc_env.cli", "report", str(batch_dir), "--html", "-o", str(out), "--json"]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"html": str(out)} and "Failing submissions (2)" in out.read_text()
 
 
 def test_bad_folders(tmp_path):
