@@ -222,3 +222,11 @@ def test_grade_function_is_a_drop_in_for_grade():
     assert "id" not in got and got["verdict"] == here["verdict"] == "fail"
     assert got["seeds"]["visible"]["results"] == here["seeds"]["visible"]["results"]
     assert gate_off["verdict"] == "pass" and gate_off["stages"][1]["status"] == "not_run"
+
+
+def test_core_never_imports_ray():
+    code = ("import sys, cdc_env.cli, cdc_env.batch, cdc_env.backends, cdc_env.report_html; "
+            "cdc_env.cli.build_parser(); print('ray' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
