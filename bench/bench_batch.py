@@ -103,7 +103,7 @@ class CpuMeter:
             (self.base / "cgroup.procs").write_text(str(os.getpid()))
         except OSError:
             return
-        for _ in range(30):  # Ray's processes take a few seconds to exit
+        for _ in range(120):  # Ray's processes can take a minute to exit
             try:
                 self.path.rmdir()
                 return
