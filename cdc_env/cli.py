@@ -32,6 +32,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("cdc_env.server_cli", "serve the named tasks over HTTP (episodes, tools, one-shot grades)"),
     "eval": ("cdc_env.eval_cli", "evaluate a model (one-shot or agentic) via a Chat Completions endpoint"),
     "standin": ("cdc_env.eval_cli", "serve the stand-in model (scripted replies) on 127.0.0.1"),
+    "grade-batch": ("cdc_env.batch_cli", "grade a JSONL predictions file on a local pool or a Ray cluster"),
+    "report": ("cdc_env.batch_cli", "write a results page for a grade-batch or eval folder"),
 }
 
 # Commands that need an optional extra: name -> (extra, modules it provides).

@@ -13,6 +13,7 @@ command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v perl >/dev/null 2>&1 || missing+=(perl)
 python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)  # CI's plain-install venv
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # the results page's rendering test
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]} (apt-get)" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -23,3 +24,4 @@ fi
 PY="${PYTHON:-python3}"
 echo "setup: installing cdc_env and its dependencies (pip)" >&2
 "$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]"
+"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[ray]"  # grade-batch --ray and its tests

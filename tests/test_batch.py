@@ -1,0 +1,232 @@
+"""grade-batch on the local process pool: results, bad lines, resume, a killed worker, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cdc_env.backends import GradeJob, LocalPool, node_check
+from cdc_env.batch import BatchRun, compare_results, load_results, parse_line, run_batch, summarize
+from cdc_env.report import validate_report
+from cdc_env.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog is not installed")
+
+
+def write_predictions(path: Path, extra: list[str] = ()) -> dict[str, str]:
+    """Four real predictions (two fixes, a defect, an allowlist hack) plus ``extra`` raw lines;
+    returns id -> expected verdict."""
+    hs, ev = load_task("handshake"), load_task("event")
+    rows = [
+        ({"id": "fix-hs", "task": "handshake", "submission": hs.reference_text}, "pass"),
+        ({"id": "fix-ev", "task": "event", "submission": ev.reference_text, "hidden": 2}, "pass"),
+        ({"id": "defect-hs", "task": "handshake", "submission": hs.defective_text}, "fail"),
+        ({"id": 7, "task": "handshake", "submission": "--- a/tb.v\n+++ b/tb.v\n@@ -1 +1 @@\n-x\n+y\n"},
+         "refused"),
+    ]
+    lines = [json.dumps(r) for r, _ in rows] + list(extra)
+    path.write_text("\n".join(lines) + "\n")
+    return {str(r["id"]): v for r, v in rows}
+
+
+BAD = ['{"id": "torn", "task": ', json.dumps({"id": "x1", "task": "no_such_task", "submission": ""}),
+       json.dumps({"task": "handshake", "submission": "x"}),
+       json.dumps({"id": "fix-hs", "task": "handshake", "submission": "dup"}),
+       json.dumps({"id": "x2", "task": "handshake", "submission": "x", "hiden": 3}),
+       json.dumps({"id": "x3", "task": "handshake", "submission": "x", "sim": "modelsim"}),
+       "[1, 2]"]
+
+
+def test_parse_line_reasons():
+    known = {"handshake"}
+    ok = parse_line('{"id": "a", "task": "handshake", "submission": "s", "hidden": 3, "meta": {"k": 1}}',
+                    1, sim="icarus", hidden="all", known_tasks=known)
+    assert ok == GradeJob("a", "handshake", "s", "icarus", 3)
+    for raw, reason in [('{"id": true, "task": "handshake", "submission": ""}', "id must be"),
+                        ('{"id": "a", "task": "handshake", "submission": 3}', "submission must be"),
+                        ('{"id": "a", "task": "handshake", "submission": "", "hidden": -1}', "hidden must"),
+                        ('{"id": "a", "task": "handshake", "submission": "", "hidden": "x"}', "hidden must"),
+                        ('{"id": "a", "task": "x", "submission": ""}', "unknown task")]:
+        with pytest.raises(ValueError, match=reason):
+            parse_line(raw, 1, sim="icarus", hidden="all", known_tasks=known)
+
+
+@needs_icarus
+def test_batch_results_bad_lines_and_resume(tmp_path):
+    pred = tmp_path / "p.jsonl"
+    expect = write_predictions(pred, BAD)
+    out = tmp_path / "out"
+    bad_seen = []
+    s = run_batch(BatchRun(pred, out, hidden=1, on_bad_line=bad_seen.append, progress=False), LocalPool(2))
+    rows = load_results(out / "results.jsonl")
+    assert {k: r["verdict"] for k, r in rows.items()} == expect
+    assert rows["7"]["id"] == 7 and rows["7"]["failed_stage"] == "allowlist"
+    for row in rows.values():
+        validate_report(row)  # a results line is a grade report (plus its id)
+    assert s["bad_lines"] == len(BAD) == len(bad_seen)
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert [e["line"] for e in errors] == list(range(5, 5 + len(BAD)))
+    assert "duplicate id" in errors[3]["reason"] and "unknown field" in errors[4]["reason"]
+    assert s["by_verdict"] == {"pass": 2, "fail": 1, "refused": 1}
+    assert s["by_task"]["handshake"]["graded"] == 3 and s["overfit"] == 0
+    assert s["cpu_s"]["total"] > 0 and (out / "summary.md").read_text().count("| handshake |") == 1
+    assert json.loads((out / "summary.json").read_text())["graded"] == 4
+
+    # Without --resume the folder is not overwritten.
+    with pytest.raises(Exception, match="--resume"):
+        run_batch(BatchRun(pred, out, hidden=1, progress=False), LocalPool(1))
+
+    # Resume: a torn last line and a batch error are re-graded, kept results are not re-run.
+    lines = (out / "results.jsonl").read_text().splitlines()
+    keep = [ln for ln in lines if json.loads(ln)["id"] not in ("fix-hs", "fix-ev")]
+    kept_defect = next(json.loads(ln) for ln in keep if json.loads(ln)["id"] == "defect-hs")
+    err = json.dumps({"id": "fix-hs", "task": "handshake", "verdict": "tool_error", "batch_error": True})
+    (out / "results.jsonl").write_text("\n".join(keep + [err, '{"id": "fix-ev", "verd']) + "\n")
+    s2 = run_batch(BatchRun(pred, out, hidden=1, resume=True, progress=False), LocalPool(1))
+    assert s2["resumed"] == 2 and s2["graded"] == 4
+    rows2 = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(str(r["id"]) for r in rows2) == sorted(expect)  # each id exactly once
+    assert {str(r["id"]): r["verdict"] for r in rows2} == expect
+    assert next(r for r in rows2 if r["id"] == "defect-hs")["wall_s"] == kept_defect["wall_s"]
+
+    # Resume with other defaults is refused.
+    with pytest.raises(Exception, match="other settings"):
+        run_batch(BatchRun(pred, out, hidden=2, resume=True, progress=False), LocalPool(1))
+
+
+@needs_icarus
+def test_killed_pool_worker_loses_no_result(tmp_path):
+    fifo = load_task("fifo_01")
+    pred = tmp_path / "p.jsonl"
+    rows = [{"id": f"f{i}", "task": "fifo_01", "submission": fifo.reference_text + f"// {i}\n"}
+            for i in range(6)]
+    pred.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pool = LocalPool(2)
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            procs = getattr(pool._pool, "_processes", None) or {}
+            results = tmp_path / "out" / "results.jsonl"
+            if results.is_file() and results.stat().st_size and procs:  # mid-run: one grade is in
+                pid = next(iter(procs))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.2)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    s = run_batch(BatchRun(pred, tmp_path / "out", hidden=4, progress=False), pool)
+    t.join()
+    assert killed, "no worker was killed"
+    assert pool.restarts >= 1
+    got = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in got) == sorted(r["id"] for r in rows)
+    assert all(r["verdict"] == "pass" and not r.get("batch_error") for r in got)
+    assert s["graded"] == 6 and s["not_graded"] == 0
+
+
+def test_node_check_reports_missing_tools(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if shutil.which("bwrap"):
+        (bin_dir / "bwrap").symlink_to(shutil.which("bwrap"))
+    code = "import json; from cdc_env.backends import node_check; print(json.dumps(node_check('icarus')))"
+    env = {**os.environ, "PATH": str(bin_dir), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    assert row["ok"] is False and any("iverilog" in p for p in row["problems"])
+    if shutil.which("iverilog") and shutil.which("bwrap"):
+        here = node_check("icarus")
+        assert here["ok"] is True, here["problems"]
+
+
+def test_summarize_counts_errors_apart():
+    rows = [{"id": 1, "task": "a", "verdict": "pass", "failed_stage": None, "overfit": False,
+             "cpu_s": 1.0},
+            {"id": 2, "task": "a", "verdict": "overfit", "failed_stage": "hidden", "overfit": True,
+             "cpu_s": 3.0},
+            {"id": 3, "task": "b", "verdict": "tool_error", "batch_error": True, "cpu_s": 0.0}]
+    s = summarize(rows)
+    assert s["graded"] == 2 and s["not_graded"] == 1 and s["overfit"] == 1
+    assert s["cpu_s"]["total"] == 4.0 and s["cpu_s"]["per_grade_mean"] == 2.0
+    assert s["by_failed_stage"] == {"hidden": 1, "none (pass)": 1} and s["by_task"]["a"]["pass_rate"] == 0.5
+
+
+def test_compare_results_ignores_timing_only(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    row = {"id": "p", "verdict": "pass", "cpu_s": 1.0, "stages": [{"name": "x", "cpu_s": 0.1}],
+           "seeds": {"hidden": {"results": [{"hash": "h1"}]}}}
+    (a / "results.jsonl").write_text(json.dumps(row) + "\n")
+    slower = {**row, "cpu_s": 9.0, "stages": [{"name": "x", "cpu_s": 5}]}
+    (b / "results.jsonl").write_text(json.dumps(slower) + "\n")
+    assert compare_results(a, b) == []
+    row["seeds"]["hidden"]["results"][0]["hash"] = "h2"
+    (b / "results.jsonl").write_text(json.dumps(row) + "\n")
+    assert compare_results(a, b) == ["p: differs in seeds"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "cdc_env.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_cli_bad_usage_is_one_line(tmp_path):
+    for args in (["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o")],
+                 ["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"),
+                  "--workers", "2", "--ray", "auto"],
+                 ["grade-batch", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "o"),
+                  "--workers", "0"]):
+        p = run_cli(*args)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+@needs_icarus
+def test_cli_json_summary_and_progress_log(tmp_path):
+    pred = tmp_path / "p.jsonl"
+    expect = write_predictions(pred, BAD[:1])
+    p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--hidden", "1",
+                "--json", "--progress")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert s["graded"] == len(expect) and s["bad_lines"] == 1
+    assert "p.jsonl:5: not JSON" in p.stderr
+    assert "graded 4/4 (100%)" in p.stderr and "ETA" in p.stderr and "\r" not in p.stderr
+
+
+@needs_icarus
+def test_grade_function_is_a_drop_in_for_grade():
+    from cdc_env import grade
+    from cdc_env.backends import grade_function
+
+    task = load_task("handshake")
+    with LocalPool(1) as pool:
+        remote = grade_function(pool)
+        got = remote(task, task.defective_text.encode(), sim="icarus", hidden=0)
+        gate_off = remote("handshake", task.reference_text, hidden=1, gate=False)
+    here = grade(task, task.defective_text, hidden=0)
+    assert "id" not in got and got["verdict"] == here["verdict"] == "fail"
+    assert got["seeds"]["visible"]["results"] == here["seeds"]["visible"]["results"]
+    assert gate_off["verdict"] == "pass" and gate_off["stages"][1]["status"] == "not_run"
+
+
+def test_core_never_imports_ray():
+    code = ("import sys, cdc_env.cli, cdc_env.batch, cdc_env.backends, cdc_env.report_html; "
+            "cdc_env.cli.build_parser(); print('ray' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
