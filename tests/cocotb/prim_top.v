@@ -1,5 +1,6 @@
 // Wrapper for the cocotb unit tests of the synchronizer primitives: an 8-bit cdc_sync_bus, the
-// same bus through eight cdc_sync_bit, and a cdc_sync_pulse, all into dst_clk. Python drives it.
+// same bus through eight cdc_sync_bit, two more 8-bit buses with long names, and a
+// cdc_sync_pulse, all into dst_clk. Python drives it.
 `timescale 1ps / 1ps
 // The primitives' shared state lives here (as it does in every task testbench).
 `define CDC_SYNC_MONITOR prim_top
@@ -11,7 +12,9 @@ module prim_top (
   output wire [7:0] q,
   output wire [7:0] q_bits,
   input  wire       pulse,
-  output wire       pulse_q
+  output wire       pulse_q,
+  output wire [7:0] q_l1,
+  output wire [7:0] q_l2
 );
 `include "cdc_monitor.vh"
   // dst_clk edges fall at 1 (mod 4) ps, so the primitives take it for task clock a and ask for
@@ -44,6 +47,16 @@ module prim_top (
   generate
     for (k = 0; k < 8; k = k + 1) begin : g_bit
       cdc_sync_bit u_bit (.clk_i(dst_clk), .rst_ni(rst_n), .d_i(d[k]), .q_o(q_bits[k]));
+    end
+  endgenerate
+  // Two buses on the same input whose hierarchical names share their last 300 characters: the
+  // instance key hashes the whole name, so their late choices must differ.
+  generate
+    if (1) begin : g_l1
+      cdc_sync_bus #(.WIDTH(8)) long_name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz (.clk_i(dst_clk), .rst_ni(rst_n), .d_i(d), .q_o(q_l1));
+    end
+    if (1) begin : g_l2
+      cdc_sync_bus #(.WIDTH(8)) long_name_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz (.clk_i(dst_clk), .rst_ni(rst_n), .d_i(d), .q_o(q_l2));
     end
   endgenerate
   cdc_sync_pulse u_pulse (
