@@ -68,7 +68,7 @@ class SeedPlan:
     stim_key: int
     settle_key: int
     stimulus: dict[str, int]
-    gray_check: bool = False  # hidden seeds: +cdc_gray_check=1 (runners/tb/cdc_tb.vh, FIFO family)
+    gray_check: bool = False  # hidden seeds: +cdc_gray_check=1 (runners/tb/cdc_tb.vh, every family)
 
     def plusargs(self, *, settle: bool, nonce: int) -> list[str]:
         args = [
@@ -108,9 +108,11 @@ def is_hidden(task: Task, seed: int) -> bool:
 def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> SeedPlan:
     """Everything a run needs, from the task and one integer.
 
-    hidden_checks: run the checks reserved for hidden seeds (the FIFO family's Gray check,
-    ``+cdc_gray_check=1``); by default on exactly for hidden seeds (``is_hidden``), so every
-    path that plans a hidden seed -- one by one, batched, parity runs -- gets them alike.
+    hidden_checks: run the checks reserved for hidden seeds (``+cdc_gray_check=1``: the
+    one-bit-per-source-edge rule for every ``cdc_sync_bus`` wider than one bit, in every family,
+    and the FIFO family's sum over all synchronizers); by default on exactly for hidden seeds
+    (``is_hidden``), so every path that plans a hidden seed -- one by one, batched, parity runs
+    -- gets them alike.
     """
     cfg = task.seeds
     rng = Prng("cdc-seed-v1", task.id, seed)

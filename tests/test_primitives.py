@@ -45,11 +45,14 @@ def _run(tmp_path: Path, testcase: str, *, key: int = 7, settle: bool = True, en
 @pytest.mark.parametrize("case", ["latency_is_2_or_3", "bits_choose_independently",
                                   "only_latest_update_settles_late", "gray_seen_current_or_one_behind",
                                   "gray_per_bit_seen_current_or_one_behind",
-                                  "binary_can_be_a_mix"])
+                                  "binary_can_be_a_mix", "negedge_source_can_settle_late",
+                                  "x_transition_can_settle_late", "x_or_z_input_is_reported",
+                                  "long_names_have_their_own_stream"])
 @pytest.mark.parametrize("settle", [True, False])
 def test_primitive_property(tmp_path, case, settle):
-    if case == "only_latest_update_settles_late" and not settle:
-        pytest.skip("property of late settling only")
+    if case in ("only_latest_update_settles_late", "x_or_z_input_is_reported") and not settle:
+        pytest.skip("property of late settling only" if case.startswith("only") else
+                    "independent of settling")
     total, failed = _run(tmp_path, case, settle=settle)
     assert total == 1 and failed == 0
 
@@ -65,6 +68,20 @@ def test_same_key_same_choices(tmp_path):
         traces.append(out.read_text())
     assert traces[0] == traces[1], "same settle key gave different choices"
     assert traces[0] != traces[2], "a different settle key gave identical choices"
+
+
+def test_other_crossings_do_not_change_choices(tmp_path):
+    """Issue 12, class 2: another synchronizer's activity from the same source clock (the pulse
+    synchronizer's toggle flipping on every source edge) leaves this bus's choices unchanged."""
+    traces = []
+    for decoy in ("0", "1"):
+        out = tmp_path / f"trace{decoy}.txt"
+        d = tmp_path / f"run{decoy}"
+        d.mkdir()
+        total, failed = _run(d, "trace_for_key", env={"PRIM_TRACE_OUT": str(out), "PRIM_DECOY": decoy})
+        assert (total, failed) == (1, 0)
+        traces.append(out.read_text())
+    assert traces[0] == traces[1], "a decoy crossing changed another synchronizer's late choices"
 
 
 def test_checks_can_fail(tmp_path):

@@ -11,12 +11,14 @@ import os
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
+from cocotb.types import LogicArray
 
 SRC_PERIOD = int(os.environ.get("PRIM_SRC_PERIOD", "8000"))
 DST_PERIOD = int(os.environ.get("PRIM_DST_PERIOD", "10004"))
 SETTLE = os.environ.get("PRIM_SETTLE", "1") == "1"
 TRIALS = int(os.environ.get("PRIM_TRIALS", "200"))
+DECOY = os.environ.get("PRIM_DECOY", "0") == "1"
 
 
 async def setup(dut):
@@ -194,8 +196,13 @@ async def binary_can_be_a_mix(dut):
 
 @cocotb.test()
 async def trace_for_key(dut):
-    """Log a trace of q for the determinism test to compare across runs."""
+    """Log a trace of q for the determinism test to compare across runs. With PRIM_DECOY=1 the
+    pulse synchronizer's toggle (another crossing from the same source clock) changes on every
+    source edge meanwhile: the trace must not change (no instance's activity enters another's
+    choices)."""
     await setup(dut)
+    if DECOY:
+        dut.pulse.value = 1
     value = 0
     trace = []
     for i in range(64):
@@ -204,3 +211,102 @@ async def trace_for_key(dut):
         trace.extend(seen)
     with open(os.environ["PRIM_TRACE_OUT"], "w") as f:
         f.write(" ".join(map(str, trace)))
+
+
+async def _latencies(dut, drive_edge, first=None) -> dict:
+    """Change one bit of ``d`` per trial on ``drive_edge`` of src_clk (optionally passing through
+    ``first`` on the source edge before) and histogram the latency in dst edges."""
+    latencies: dict = {}
+    value = 0
+    for i in range(TRIALS):
+        value ^= 1 << (i % 8)
+        if first is not None:
+            await drive_edge(dut.src_clk)
+            dut.d.value = first
+        await drive_edge(dut.src_clk)
+        dut.d.value = value
+        seen = []
+        for _ in range(6):
+            await RisingEdge(dut.dst_clk)
+            await ReadOnly()
+            seen.append(str(dut.q.value))
+        want = format(value, "08b")
+        lat = seen.index(want) + 1
+        assert all(v == want for v in seen[lat - 1:]), f"q did not stay at {want}: {seen}"
+        latencies[lat] = latencies.get(lat, 0) + 1
+        await RisingEdge(dut.dst_clk)
+    dut._log.info("latency histogram: %s", latencies)
+    return latencies
+
+
+@cocotb.test()
+async def negedge_source_can_settle_late(dut):
+    """A source register clocked on the falling edge is timed like one on the rising edge: its
+    changes are eligible, so latency is 2 or 3 (never only 2, never 1 or 4)."""
+    await setup(dut)
+    lat = await _latencies(dut, FallingEdge)
+    assert set(lat) == ({2, 3} if SETTLE else {2}), lat
+
+
+@cocotb.test()
+async def x_transition_can_settle_late(dut):
+    """A bit that goes through X (X on one source edge, the value on the next) changes like any
+    other: the X -> value change is eligible, so latency is 2 or 3 from the second edge."""
+    await setup(dut)
+    lat = await _latencies(dut, RisingEdge, first=LogicArray("X" * 8))
+    assert set(lat) <= {2, 3, 4}, lat
+    if SETTLE:
+        assert 3 in lat or 4 in lat, lat
+
+
+@cocotb.test()
+async def x_or_z_input_is_reported(dut):
+    """X or Z on d_i out of reset reaches the monitor's cdc_sync_fail (a testbench fails the
+    seed there); a clean run reports nothing, and nothing is reported during reset."""
+    dut.rst_n.value = 0
+    dut.d.value = LogicArray("XXXXXXXX")
+    cocotb.start_soon(Clock(dut.src_clk, SRC_PERIOD, unit="ps").start())
+    await Timer(1001, unit="ps")
+    cocotb.start_soon(Clock(dut.dst_clk, DST_PERIOD, unit="ps").start())
+    for _ in range(3):
+        await RisingEdge(dut.dst_clk)
+    assert int(dut.sync_fails.value) == 0, "reported during reset"
+    dut.d.value = 0
+    await Timer(SRC_PERIOD // 2 + 2, unit="ps")
+    dut.rst_n.value = 1
+    for _ in range(6):
+        await RisingEdge(dut.dst_clk)
+    assert int(dut.sync_fails.value) == 0, "reported on a clean input"
+    for bad in ("0000000X", "Z0000000"):
+        before = int(dut.sync_fails.value)
+        await RisingEdge(dut.src_clk)
+        dut.d.value = LogicArray(bad)
+        await RisingEdge(dut.dst_clk)
+        await ReadOnly()
+        assert int(dut.sync_fails.value) > before, f"{bad} on d_i was not reported"
+        await RisingEdge(dut.src_clk)
+        dut.d.value = 0
+        for _ in range(3):
+            await RisingEdge(dut.dst_clk)
+
+
+@cocotb.test()
+async def long_names_have_their_own_stream(dut):
+    """Two buses on the same input whose names share their last 300 characters choose
+    independently (the instance key covers the whole name): a binary count, where many bits are
+    eligible at once, is seen differently by the two. Settling off: identical."""
+    await setup(dut)
+    differ = 0
+    count = 0
+    for _ in range(TRIALS):
+        await RisingEdge(dut.src_clk)
+        count = (count + 7) % 256
+        dut.d.value = count
+        await RisingEdge(dut.dst_clk)
+        await ReadOnly()
+        differ += int(dut.q_l1.value) != int(dut.q_l2.value)
+    dut._log.info("samples where the two long-named buses differ: %d", differ)
+    if SETTLE:
+        assert differ > 0
+    else:
+        assert differ == 0
