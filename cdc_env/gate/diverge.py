@@ -210,6 +210,30 @@ def _verilator_tree(workdir: Path, tb_top: str, design_names: list[str],
         return None, f"cannot read Verilator's elaboration: {exc}", proc.cpu_s
 
 
+# Verilator replaces an identifier of 128 characters or more with a prefix and a hash
+# ("evt_crossing___Vhsh4QNY..."), so such a name cannot be compared literally; on both sides it
+# becomes one placeholder (counts and the rest of the path are still compared).
+VERILATOR_NAME_MAX = 127
+_VHSH = "__Vhsh*"
+
+
+def _vl_segment(seg: str, built: bool) -> str:
+    name, bracket, rest = seg.partition("[")
+    if (built and "__Vhsh" in name) or (not built and len(name) > VERILATOR_NAME_MAX):
+        name = _VHSH
+    return name + bracket + rest
+
+
+def verilator_names(elab: dict, built: bool) -> dict:
+    """``elab`` with every path's over-long (gate) or hashed (Verilator) segments replaced by one
+    placeholder, so the two sides compare equal where only Verilator's name hashing differs."""
+    def path(p: str) -> str:
+        return ".".join(_vl_segment(s, built) for s in p.split("."))
+
+    return {k: ([[path(x[0]), *x[1:]] for x in v] if k in ("prims", "params") else v)
+            for k, v in elab.items()}
+
+
 def check_build(sim_name: str, workdir: Path, tb_top: str, top: str, gate_elab: dict | None,
                 design_names: list[str] | None = None, sandbox: bool = True) -> BuildCheck:
     """After a successful build: None if the build matches the gate's elaboration, else
@@ -236,7 +260,9 @@ def check_build(sim_name: str, workdir: Path, tb_top: str, top: str, gate_elab: 
         if tree is None:
             return BuildCheck("tool_error", why, cpu)
         built = verilator_elaboration(tree, tb_top, top)
-        gate_elab = {k: v for k, v in gate_elab.items() if k != "scopes"}
+        if built is not None:
+            built = verilator_names(built, built=True)
+        gate_elab = verilator_names({k: v for k, v in gate_elab.items() if k != "scopes"}, built=False)
     else:
         return BuildCheck(None)
     if built is None:
