@@ -24,7 +24,7 @@ from pathlib import Path
 from . import __version__, paths
 from .gate import run_gate
 from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
-from .proc import Limits, bwrap_path
+from .proc import Limits, accounting, selftest
 from .seeds import hidden_seeds, plan_seed, visible_seeds
 from .simulators import SEED_LIMITS, Build, SeedResult, Simulator, get_simulator
 from .submission import Allowlisted as Allowed
@@ -157,7 +157,9 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     hidden: ``"all"`` (every hidden seed), an int N (the first N), or 0 / None (no hidden stage).
     settle: late settling on (the default; off is the demo switch).
     gate: the static gate (off only for tests that prove a later stage or the sandbox).
-    sandbox: run every tool under bubblewrap (off only where bubblewrap cannot run).
+    sandbox: run every tool under bubblewrap. No working sandbox (bubblewrap missing, or its
+        start-up self-test failing) is a tool_error; False is the explicit unsafe opt-in, recorded
+        in report["unsafe_no_sandbox"].
     keep_dir: keep the scratch directory there instead of deleting it (evidence).
     sim: "icarus", "verilator", or "auto" (the cheaper one for this grade, from measured costs;
         see cost.choose_simulator -- the choice and its reason are in report["simulator"]).
@@ -182,8 +184,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
 
         sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)
     simulator = get_simulator(sim)
-    if sandbox and bwrap_path() is None:
-        sandbox = False  # reported below; a caller that needs the sandbox checks first
+    box = selftest() if sandbox else None
     report: dict = {
         "schema_version": SCHEMA_VERSION,
         "task": task.id,
@@ -192,6 +193,9 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
                       **({"choice": choice} if choice else {})},
         "settle": settle,
         "sandbox": sandbox,
+        "unsafe_no_sandbox": not sandbox,
+        "sandbox_selftest": box.reason if box else "not run (sandbox switched off by the caller)",
+        "accounting": accounting().as_report(),
         "cdc_env_version": __version__,
         "python": platform.python_version(),
         "submission_sha256": sha256(submission if isinstance(submission, (str, bytes)) else b""),
@@ -222,6 +226,10 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         report["wall_s"] = round(time.monotonic() - t0, 3)
         report["peak_rss_kb"] = peak_rss
         return report
+
+    if box is not None and not box.ok:
+        stages.append(_stage("build", "tool_error", box.reason))
+        return finish("tool_error", "build", box.reason)
 
     # 1. Allowlist
     if "allowlist" in disable:  # test-only: the submission is taken as the file's text, unchecked

@@ -3,8 +3,14 @@
 A backend builds one scratch directory (testbench + harness + primitives + design) and runs one
 seed at a time in it. The verdict of a seed comes only from the testbench: exactly one line
 ``CDCV <nonce> PASS|FAIL checks=<n> hash=<h> t=<ps> msg=<text>`` carrying this run's 64-bit nonce
-(passed to the testbench alone, as a plusarg the design may not read) and a zero exit status.
-Anything else -- no such line, two of them, a crash, a flood, a time-out -- is not a pass.
+and a zero exit status. Anything else -- no such line, two of them, a crash, a flood, a time-out
+-- is not a pass.
+
+The verdict channel holds without the static gate: the nonce goes into a pipe (``CDC_VERDICT_FD``)
+read by trusted code outside the Verilog before any Verilog runs -- Icarus: the VPI module
+runners/icarus/cdc_verdict.c; Verilator: the C++ main -- which prints the line when the
+testbench's emit_verdict calls it, and refuses a call from anywhere but the testbench. The nonce
+is never a plusarg, an environment variable or a file, and tools run without /proc.
 
 Simulator-specific code lives in one class per simulator; Icarus is here, Verilator in
 verilator.py.
@@ -12,10 +18,15 @@ verilator.py.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import secrets
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,8 +36,11 @@ from .proc import Limits, ProcResult, run_bounded
 from .seeds import SeedPlan
 from .task import Task
 
-BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20)
-SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20)  # a seed needs ~0.1 CPU-s
+# A build may write large compiled outputs (file_bytes) but prints at most out_bytes.
+BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=1 << 30,
+                      pids=64)
+SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20, pids=32)  # ~0.1 CPU-s a seed
+VERDICT_FD_ENV = "CDC_VERDICT_FD"
 _VERDICT = re.compile(
     r"^CDCV (?P<nonce>[0-9a-f]{16}) (?P<v>PASS|FAIL) checks=(?P<checks>\d+) hash=(?P<hash>[0-9a-f]{16})"
     r" t=(?P<t>\d+) msg=(?P<msg>.*)$")
@@ -80,10 +94,73 @@ def stage_sources(task: Task, design: dict[str, str], workdir: Path) -> list[Pat
     return files
 
 
-def scrub(text: str, workdir: Path) -> str:
-    """Strip host paths from tool output (what an agent may see)."""
+def scrub(text: str, workdir: Path, editable: str | None = None) -> str:
+    """Strip host paths from tool output (what an agent may see) and, given the editable file's
+    name, every quoted source line and caret line of a message about any other file."""
     text = text.replace(str(workdir) + "/", "").replace(str(workdir), ".")
-    return text
+    return strip_quoted(text, editable) if editable is not None else text
+
+
+_MSG_FILE = re.compile(r"(?:^|\s)(?P<file>[\w./-]+\.(?:s?v|vh|svh|cpp|h)):\d+")
+_QUOTED = re.compile(r"^\s*(?:\d+\s*)?\|")  # Verilator's "   12 | text" and "      |  ^~~"
+
+
+def strip_quoted(log: str, editable: str) -> str:
+    """Drop the quoted source and caret lines of every message that is not about ``editable``
+    (the testbench, the harness and the primitives must not be shown to the agent)."""
+    keep = ("design/" + editable, editable)
+    out, current_ok = [], True
+    for line in log.splitlines():
+        if _QUOTED.match(line):
+            if current_ok:
+                out.append(line)
+            continue
+        m = _MSG_FILE.search(line)
+        if m:
+            current_ok = m["file"] in keep
+        out.append(line)
+    return "\n".join(out)
+
+
+def build_failure(proc: ProcResult, log: str) -> tuple[str, str] | None:
+    """(status, log) when a build step did not complete for a reason other than the design's
+    text: the sandbox failed (tool_error) or a bound was hit (compile_error, saying which)."""
+    if proc.sandbox_error:
+        return "tool_error", "the sandbox failed: " + proc.sandbox_error
+    if proc.returncode == 127 and "cannot start" in proc.stderr:
+        return "tool_error", log
+    if proc.timed_out or proc.output_exceeded or proc.limit:
+        what = ("time" if proc.timed_out else "output" if proc.output_exceeded
+                else "memory" if proc.limit == "memory" else "process-count")
+        return "compile_error", (log[-2000:] + f"\nbuild exceeded its {what} limit").strip()
+    return None
+
+
+def seed_plusargs(plan: SeedPlan, settle: bool) -> list[str]:
+    """A seed's plusargs, without the nonce (the nonce goes only to the verdict channel)."""
+    return [a for a in plan.plusargs(settle=settle, nonce=0) if not a.startswith("+cdc_nonce=")]
+
+
+@contextmanager
+def verdict_pipe(lines: list[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """A pipe holding ``lines`` for the verdict channel: (read descriptor, environment to pass)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, "".join(ln + "\n" for ln in lines).encode())
+    finally:
+        os.close(w)
+    try:
+        yield r, {VERDICT_FD_ENV: str(r)}
+    finally:
+        os.close(r)
+
+
+def run_with_nonce(argv: list[str], workdir: Path, limits: Limits, secrets_: list[str], *, sandbox: bool,
+                   ro_paths: tuple[Path, ...] = (), tag: str) -> ProcResult:
+    """run_bounded with ``secrets_`` on the verdict pipe."""
+    with verdict_pipe(secrets_) as (fd, env):
+        return run_bounded(argv, workdir, limits, env={**os.environ, **env}, sandbox=sandbox,
+                           ro_paths=ro_paths, sandbox_env=env, tag=tag, pass_fds=(fd,))
 
 
 def new_nonce() -> int:
@@ -95,6 +172,9 @@ def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
     tag = f"{nonce:016x}"
     lines = [m for m in (_VERDICT.match(ln) for ln in proc.stdout.splitlines()) if m and m["nonce"] == tag]
     res = SeedResult(seed=seed, status="fail", cpu_s=proc.cpu_s, max_rss_kb=proc.max_rss_kb)
+    if proc.sandbox_error:
+        res.status, res.reason = "tool_error", "the sandbox failed: " + proc.sandbox_error[:200]
+        return res
     if proc.timed_out:
         res.status, res.reason = "timeout", "simulation exceeded its time limit"
         return res
@@ -107,6 +187,9 @@ def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
     if len(lines) != 1:
         if len(lines) > 1:
             res.reason = "more than one verdict line"
+        elif proc.limit:
+            what = "memory" if proc.limit == "memory" else "process-count"
+            res.reason = f"simulation exceeded its {what} limit"
         elif proc.returncode < 0:
             res.reason = f"simulator killed by {proc.signal_name} (resource limit or crash)"
         else:
@@ -152,26 +235,75 @@ class Icarus(Simulator):
         return _icarus_version()
 
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
+        try:
+            vpi = vpi_module(sandbox=sandbox)
+        except (OSError, RuntimeError) as exc:
+            return Build("tool_error", f"Icarus verdict module: {exc}", workdir)
         files = stage_sources(task, design, workdir)
-        argv = ["iverilog", "-g2012", "-I", ".", "-s", task.tb_top, "-o", "sim.vvp",
-                *[str(f.relative_to(workdir)) for f in files]]
-        proc = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, tag="build")
-        log = scrub((proc.stdout + proc.stderr).strip(), workdir)
-        if proc.timed_out or proc.output_exceeded:
-            status = "compile_error"
-            log = (log[-2000:] + "\nbuild exceeded its time or output limit").strip()
-        elif proc.returncode == 127 and "cannot start" in proc.stderr:
-            status = "tool_error"
+        argv = ["iverilog", "-g2012", "-I", ".", "-L", str(vpi), "-m", VPI_NAME, "-s", task.tb_top,
+                "-o", "sim.vvp", *[str(f.relative_to(workdir)) for f in files]]
+        proc = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(vpi,), tag="build")
+        log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)
+        failed = build_failure(proc, log)
+        if failed:
+            status, log = failed
         else:
             status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
-        return Build(status, log, workdir, proc.cpu_s, proc.wall_s, proc.max_rss_kb)
+        return Build(status, log, workdir, proc.cpu_s, proc.wall_s, proc.max_rss_kb,
+                     {"vpi": str(vpi), "tb_top": task.tb_top})
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         nonce = new_nonce()
-        argv = ["vvp", "-n", "sim.vvp", *plan.plusargs(settle=settle, nonce=nonce)]
-        proc = run_bounded(argv, build.workdir, limits, sandbox=sandbox, tag=f"seed{plan.seed}")
+        vpi = Path(build.extra["vpi"])
+        proc = run_with_nonce(["vvp", "-n", "sim.vvp", *seed_plusargs(plan, settle)], build.workdir, limits,
+                              [f"{nonce:016x}", build.extra["tb_top"]], sandbox=sandbox, ro_paths=(vpi,),
+                              tag=f"seed{plan.seed}")
         return parse_verdict(plan.seed, proc, nonce)
+
+
+VPI_NAME = "cdc_verdict"
+
+
+def vpi_source() -> Path:
+    return paths.data_root() / "runners" / "icarus" / f"{VPI_NAME}.c"
+
+
+def vpi_module(*, sandbox: bool = True) -> Path:
+    """The directory of the cached Icarus verdict module (cdc_verdict.vpi), built on first use
+    with iverilog-vpi; keyed by its source and the Icarus version. Raises OSError/RuntimeError."""
+    from .verilator import cache_root  # noqa: PLC0415 -- verilator imports this module
+
+    src = vpi_source().read_bytes()
+    key = hashlib.sha256(src + _icarus_version().encode()).hexdigest()[:16]
+    base = cache_root() / "icarus-vpi"
+    final = base / key
+    if (final / f"{VPI_NAME}.vpi").is_file():
+        return final
+    if shutil.which("iverilog-vpi") is None:
+        raise RuntimeError("iverilog-vpi is missing (Debian: apt-get install -y iverilog)")
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=base))
+    try:
+        (work / f"{VPI_NAME}.c").write_bytes(src)
+        # iverilog-vpi's own flags, with gcc named directly (its "cc" is a symlink into /etc).
+        script = (f'gcc $(iverilog-vpi --cflags) -c -o {VPI_NAME}.o {VPI_NAME}.c && '
+                  f'gcc $(iverilog-vpi --ldflags) -o {VPI_NAME}.vpi {VPI_NAME}.o $(iverilog-vpi --ldlibs)')
+        proc = run_bounded(["/bin/sh", "-c", script], work, BUILD_LIMITS, sandbox=sandbox, tag="vpi")
+        if proc.returncode != 0 or not (work / f"{VPI_NAME}.vpi").is_file():
+            raise RuntimeError("building the verdict module failed: "
+                               + (proc.sandbox_error or proc.stderr or proc.stdout)[-500:])
+        for p in work.iterdir():
+            if p.name != f"{VPI_NAME}.vpi":
+                p.unlink()
+        try:
+            work.rename(final)
+        except OSError:
+            if not (final / f"{VPI_NAME}.vpi").is_file():
+                raise
+        return final
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 @lru_cache(maxsize=1)

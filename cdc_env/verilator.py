@@ -47,9 +47,12 @@ from .simulators import (
     Build,
     SeedResult,
     Simulator,
+    build_failure,
     new_nonce,
     parse_verdict,
+    run_with_nonce,
     scrub,
+    seed_plusargs,
     stage_sources,
 )
 from .task import Task
@@ -64,15 +67,23 @@ CXX_DEFINES = ("-DVERILATOR=1", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TIMING=1",
                "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0", "-DVM_TRACE_SAIF=0", "-DVL_TIME_CONTEXT")
 CXX_STD = "-std=c++20"
 CXX_OPT = "-O1"  # model and precompiled header; -O1 compiles as fast as -Os and runs faster
-RUNTIME_SOURCES = ("verilated", "verilated_timing", "verilated_threads")
+RUNTIME_SOURCES = ("verilated", "verilated_timing", "verilated_threads", "verilated_dpi")
 PCH_HEADER = "cdc_vl_runtime.h"
-PCH_TEXT = '#include "verilated.h"\n#include "verilated_timing.h"\n#include <fstream>\n#include <sstream>\n'
+PCH_TEXT = ('#include "verilated.h"\n#include "verilated_timing.h"\n#include "verilated_dpi.h"\n'
+            '#include <fstream>\n#include <sstream>\n')
 HARNESS = "cdc_batch_main.cpp"
 CACHE_ENV = "CDC_ENV_CACHE"
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
-CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=512 << 20)
-BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20)
+CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
+                    pids=64)
+BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20, pids=32)
+# What a design may not contain on Verilator, whatever the gate says: C++ of its own ($c, `systemc_*)
+# and DPI imports run inside the simulator process that holds the verdict channel's nonce.
+_OWN_CXX = re.compile(r"\$c(?:pure)?\d*(?![\w$])|`systemc_\w+")
+_STRINGS_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+_DPI_DECL = re.compile(r"^\s*extern\s+[^(;]*?\b(\w+)\s*\(", re.M)
+TRUSTED_DPI = frozenset({"cdc_verdict"})
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -235,18 +246,21 @@ class Verilator(Simulator):
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
         extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name}
-        log = scrub((v.stdout + v.stderr).strip(), workdir)
-        if v.returncode == 127 and "cannot start" in v.stderr:
-            return Build("tool_error", log, workdir, cpu, wall, rss, extra)
-        if v.returncode != 0 or v.timed_out or v.output_exceeded or not (workdir / "obj" / "Vtb.h").is_file():
-            if v.timed_out or v.output_exceeded:
-                log = (log[-2000:] + "\nbuild exceeded its time or output limit").strip()
+        log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
+        failed = build_failure(v, log)
+        if failed:
+            return Build(failed[0], failed[1], workdir, cpu, wall, rss, extra)
+        if v.returncode != 0 or not (workdir / "obj" / "Vtb.h").is_file():
             return Build("compile_error", log, workdir, cpu, wall, rss, extra)
+        why = own_code(design, workdir / "obj" / "Vtb__Dpi.h")
+        if why:
+            return Build("compile_error", why, workdir, cpu, wall, rss, extra)
         # One translation unit: the generated files, then the C++ main.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
         (workdir / "obj" / "cdc_all.cpp").write_text(
             "".join(f'#include "{u}"\n' for u in units) + f'#include "../{HARNESS}"\n')
         cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, *[f"-D{d}" for d in harness_defines],
+               f'-DCDC_TB_TOP="{task.tb_top}"',
                *_include_flags(root), "-Iobj", "-include", str(rt.dir / PCH_HEADER),
                "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"]
         link = ["g++", "-o", "Vtb", "obj/cdc_all.o", str(rt.dir / "libverilated.a"), "-pthread"]
@@ -255,6 +269,9 @@ class Verilator(Simulator):
                         ro_paths=(root, rt.dir), tag="cxx")
         cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
         clog = scrub((c.stdout + c.stderr).strip(), workdir)
+        if c.sandbox_error:
+            why = "the sandbox failed: " + c.sandbox_error
+            return Build("tool_error", why, workdir, cpu, wall, rss, extra)
         if c.returncode != 0 or not (workdir / "Vtb").is_file():
             # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
@@ -263,8 +280,8 @@ class Verilator(Simulator):
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         nonce = new_nonce()
-        argv = ["./Vtb", *plan.plusargs(settle=settle, nonce=nonce)]
-        proc = run_bounded(argv, build.workdir, limits, sandbox=sandbox, tag=f"seed{plan.seed}")
+        proc = run_with_nonce(["./Vtb", *seed_plusargs(plan, settle)], build.workdir, limits,
+                              [f"{nonce:016x}"], sandbox=sandbox, tag=f"seed{plan.seed}")
         return parse_verdict(plan.seed, proc, nonce)
 
     def run_batch(self, build: Build, plans: list[SeedPlan], *, settle: bool, sandbox: bool = True,
@@ -273,14 +290,13 @@ class Verilator(Simulator):
         nonces = [new_nonce() for _ in plans]
         frame_tag = secrets.token_hex(8)
         seed_file = build.workdir / f".{tag}.seeds"
-        seed_file.write_text("".join(" ".join(p.plusargs(settle=settle, nonce=n)) + "\n"
-                                     for p, n in zip(plans, nonces, strict=True)))
+        seed_file.write_text("".join(" ".join(seed_plusargs(p, settle)) + "\n" for p in plans))
         n = len(plans)
         limits = Limits(wall_s=BATCH_MIN_LIMITS.wall_s + 2.0 * n, cpu_s=BATCH_MIN_LIMITS.cpu_s + n,
                         mem_bytes=BATCH_MIN_LIMITS.mem_bytes,
                         out_bytes=BATCH_MIN_LIMITS.out_bytes + n * (64 << 10))
-        proc = run_bounded(["./Vtb", "--cdc-batch", seed_file.name, frame_tag], build.workdir, limits,
-                           sandbox=sandbox, tag=tag)
+        proc = run_with_nonce(["./Vtb", "--cdc-batch", seed_file.name], build.workdir, limits,
+                              [frame_tag, *(f"{n:016x}" for n in nonces)], sandbox=sandbox, tag=tag)
         if proc.timed_out or proc.output_exceeded or proc.returncode != 0:
             why = ("timed out" if proc.timed_out else "output exceeded its limit" if proc.output_exceeded
                    else f"exited with status {proc.returncode} {proc.signal_name}".strip())
@@ -294,6 +310,27 @@ class Verilator(Simulator):
         results = [parse_verdict(plan.seed, ProcResult(0, text, "", share, 0.0, rss, False, False), nonce)
                    for plan, nonce, text in zip(plans, nonces, frames, strict=True)]
         return BatchRun(results, proc.cpu_s, proc.max_rss_kb)
+
+
+def own_code(design: dict[str, str], dpi_header: Path) -> str:
+    """Why a verilated design is refused for running code of its own in the simulator process
+    ('' if it is not): $c or `systemc_* in its text (strings and comments aside), token pasting
+    (which could assemble a $c), or any DPI import or export besides the harness's own."""
+    for name, text in design.items():
+        bare = _STRINGS_COMMENTS.sub(" ", text)
+        m = _OWN_CXX.search(bare)
+        if m or "``" in bare:
+            what = m.group(0) if m else "token pasting (``) in a macro"
+            return (f"{name}: '{what}' is not allowed: on Verilator it could run C++ inside the "
+                    "simulator; use plain Verilog")
+    try:
+        names = set(_DPI_DECL.findall(dpi_header.read_text()))
+    except OSError:
+        names = set()
+    extra = sorted(names - TRUSTED_DPI)
+    if extra:
+        return f"DPI functions are not allowed in a design: {', '.join(extra)}"
+    return ""
 
 
 def split_frames(stdout: str, tag: str, count: int) -> list[str]:
