@@ -358,12 +358,17 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     if proc:
         argv += ["--proc", "/proc"]
     argv += ["--dev", "/dev", "--tmpfs", "/tmp"]
+    for p in ro_paths:
+        argv += ["--ro-bind", str(p), str(p)]
+    # The package's own files go under empty tmpfs wherever a bind exposed them; a tool's own
+    # read-only path inside one of them (e.g. the cached runtime) is bound again on top.
     bound = _bound_roots() + [Path(p).resolve() for p in ro_paths]
     hide = sorted({h for h in hidden_paths() if h.is_dir() and any(h.is_relative_to(b) for b in bound)})
     for h in hide:
-        argv += ["--tmpfs", str(h)]  # before ro_paths: a tool's own read-only path stays visible
+        argv += ["--tmpfs", str(h)]
     for p in ro_paths:
-        argv += ["--ro-bind", str(p), str(p)]
+        if any(Path(p).resolve().is_relative_to(h) for h in hide):
+            argv += ["--ro-bind", str(p), str(p)]
     argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", str(scratch)]
     return argv
