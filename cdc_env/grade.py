@@ -184,6 +184,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
 
         sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)
     simulator = get_simulator(sim)
+    first_selftest = sandbox and selftest.cache_info().currsize == 0
     box = selftest() if sandbox else None
     report: dict = {
         "schema_version": SCHEMA_VERSION,
@@ -210,7 +211,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "disabled": sorted(disable),
     }
     stages: list[dict] = report["stages"]
-    child_cpu = 0.0
+    child_cpu = box.cpu_s if box is not None and first_selftest else 0.0  # once per process
     peak_rss = 0
 
     def finish(verdict: str, failed_stage: str | None, reason: str) -> dict:

@@ -25,6 +25,7 @@ failure is a tool error for every sandboxed run, never a verdict. A failure of b
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -34,6 +35,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -219,6 +221,29 @@ class RunCgroup:
                 _rmdir(d)
             raise
         self.procs = [str(d / "cgroup.procs") for d in self.dirs.values()]
+        self.home = [str(base / "tasks") for _, base in acc.dirs]  # v1: where a thread comes back to
+
+    @contextlib.contextmanager
+    def thread_inside(self) -> Iterator[bool]:
+        """cgroup v1 only: move the calling thread in for the duration (a child forked meanwhile
+        starts inside, so its whole life is charged to the run); yields whether it moved."""
+        if self.v2:
+            yield False
+            return
+        tid = str(threading.get_native_id()).encode()
+        moved = []
+        try:
+            for d in self.dirs.values():
+                _write(d / "tasks", tid)
+                moved.append(d)
+        except OSError:
+            pass
+        try:
+            yield len(moved) == len(self.dirs)
+        finally:
+            for home in self.home:
+                with contextlib.suppress(OSError):
+                    _write(Path(home), tid)
 
     def _dir(self, ctrl: str) -> Path:
         return self.dirs["" if self.v2 else ctrl]
@@ -284,6 +309,14 @@ class RunCgroup:
     def remove(self) -> None:
         for d in self.dirs.values():
             _rmdir(d)
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _rmdir(d: Path) -> None:
@@ -379,6 +412,30 @@ class SelfTest:
     ok: bool
     reason: str
     checks: dict = field(default_factory=dict)
+    cpu_s: float = 0.0  # what the self-test cost (a grade that ran it counts it)
+
+
+def _measured_run(argv: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    """subprocess.run in a cgroup of its own when there is one; (result, CPU-seconds)."""
+    acc = accounting()
+    cg = None
+    if acc.method != "rusage":
+        try:
+            cg = RunCgroup(acc, Limits())
+        except OSError:
+            cg = None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                           preexec_fn=cg.join if cg else None)
+    finally:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        if cg is not None:
+            cg.kill()
+            cpu = cg.cpu_s()
+            cg.remove()
+    return r, cpu
 
 
 _SELFTEST = r"""
@@ -414,11 +471,13 @@ def selftest() -> SelfTest:
     uid = str(SANDBOX_UID) if userns_ok() else "0"
     hide = [str(h) for h in hidden_paths() if h.is_dir()]
     checks: dict = {"userns": userns_ok(), "uid": int(uid)}
+    cpu = 0.0
     with tempfile.TemporaryDirectory(prefix="cdc-selftest-") as d:
         for proc in (False, True):
             argv = sandbox_argv(Path(d), proc=proc) + ["--", "/bin/sh", "-c", _SELFTEST, "sh", uid, *hide]
             try:
-                r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+                r, used = _measured_run(argv)
+                cpu += used
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return SelfTest(False, f"the sandbox did not start: {exc}", checks)
             out = r.stdout.strip().splitlines()
@@ -432,8 +491,8 @@ def selftest() -> SelfTest:
                   package_hidden=True)
     if not userns_ok():
         return SelfTest(True, "user namespaces unavailable: tools run as uid 0 with every capability "
-                        "dropped", checks)
-    return SelfTest(True, f"uid {SANDBOX_UID} in a user namespace, no capabilities, no network", checks)
+                        "dropped", checks, cpu)
+    return SelfTest(True, f"uid {SANDBOX_UID} in a user namespace, no capabilities, no network", checks, cpu)
 
 
 # ------------------------------------------------------------------------------------------- run
@@ -481,10 +540,15 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
 
     start = time.monotonic()
     fds = tuple(pass_fds) + ((status_w,) if status_w >= 0 else ())
+    spawn_cpu = 0.0  # the grading thread's own CPU while it was inside the run's cgroup
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env, preexec_fn=limit, start_new_session=True,
-                                pass_fds=fds)
+        with cg.thread_inside() if cg is not None else contextlib.nullcontext(False) as inside:
+            t_spawn = time.thread_time()
+            proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env, preexec_fn=limit, start_new_session=True,
+                                    pass_fds=fds)
+            if inside:
+                spawn_cpu = time.thread_time() - t_spawn
     except (OSError, subprocess.SubprocessError) as exc:
         for fd in (status_r, status_w):
             if fd >= 0:
@@ -543,7 +607,9 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
     rc = proc.returncode
     cpu, rss, limit_hit = ru.ru_utime + ru.ru_stime, ru.ru_maxrss, ""
     if cg is not None:
-        cpu, rss, limit_hit = cg.cpu_s(), max(cg.peak_kb(), rss), cg.limit_hit()
+        # The grading process counts its own thread's CPU; the cgroup counted it too while the
+        # thread forked from inside the run's cgroup, so it is taken off here.
+        cpu, rss, limit_hit = max(cg.cpu_s() - spawn_cpu, 0.0), max(cg.peak_kb(), rss), cg.limit_hit()
         cg.remove()
     sandbox_error = ""
     if sandbox:
