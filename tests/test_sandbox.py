@@ -417,3 +417,32 @@ def test_a_design_cannot_forge_the_verdict_with_the_gate_off(sim, tmp_path):
             assert (keep / "ran_forge").exists(), f"{sim} {name}: the forgery did not run"
         else:
             assert r["verdict"] == "compile_error", r["reason"]
+
+
+# --- limits by purpose ------------------------------------------------------------------------
+
+def _padded_fix(n: int) -> str:
+    """The handshake fix plus ``n`` generated registers nothing reads (a big compiled output)."""
+    text = load_task("handshake").reference_text
+    pad = (f"  genvar pi;\n  generate for (pi = 0; pi < {n}; pi = pi + 1) begin : pad\n"
+           "    reg [63:0] r = 64'd0;\n    initial r = pi * 7;\n  end endgenerate\n")
+    cut = text.rfind("endmodule")
+    return text[:cut] + pad + text[cut:]
+
+
+def test_a_large_compiled_output_is_not_an_output_flood(tmp_path):
+    """sim.vvp may exceed what a tool may print (1 MiB): builds have their own file-size bound."""
+    keep = tmp_path / "keep"
+    r = grade(load_task("handshake"), _padded_fix(20000), hidden=0, gate=False, keep_dir=keep)
+    assert (keep / "sim.vvp").stat().st_size > 1 << 20
+    assert r["verdict"] == "pass", r["reason"]
+
+
+def test_an_elaboration_limit_is_a_gate_refusal_with_no_build():
+    text = load_task("handshake").reference_text
+    cut = text.rfind("endmodule")
+    design = (text[:cut] + "  genvar gi;\n  generate for (gi = 0; gi < 100000; gi = gi + 1) begin : g\n"
+              "    wire [7:0] w = 8'd0;\n  end endgenerate\n" + text[cut:])
+    r = grade(load_task("handshake"), design, hidden=0)
+    assert r["verdict"] == "refused" and r["findings"][0]["rule"] == "GATE-LIMIT", r["findings"][:2]
+    assert next(s for s in r["stages"] if s["name"] == "build")["status"] == "skipped"
