@@ -446,3 +446,29 @@ def test_an_elaboration_limit_is_a_gate_refusal_with_no_build():
     r = grade(load_task("handshake"), design, hidden=0)
     assert r["verdict"] == "refused" and r["findings"][0]["rule"] == "GATE-LIMIT", r["findings"][:2]
     assert next(s for s in r["stages"] if s["name"] == "build")["status"] == "skipped"
+
+
+def test_no_sandbox_is_no_grade_unless_the_caller_opts_out(monkeypatch):
+    monkeypatch.setattr(_proc, "bwrap_path", lambda: None)
+    _proc.selftest.cache_clear()
+    try:
+        task = load_task("handshake")
+        r = grade(task, task.reference_text, hidden=0)
+        assert r["verdict"] == "tool_error" and "bubblewrap" in r["reason"], r["reason"]
+        assert next(s for s in r["stages"] if s["name"] == "build")["status"] == "tool_error"
+        unsafe = grade(task, task.reference_text, hidden=0, sandbox=False)
+        assert unsafe["verdict"] == "pass" and unsafe["unsafe_no_sandbox"] is True
+        assert unsafe["sandbox"] is False
+    finally:
+        _proc.selftest.cache_clear()
+
+
+def test_a_failing_selftest_is_a_tool_error(monkeypatch):
+    monkeypatch.setattr(_proc, "_SELFTEST", 'echo "FAIL planted failure"; exit 0')
+    _proc.selftest.cache_clear()
+    try:
+        task = load_task("handshake")
+        r = grade(task, task.reference_text, hidden=0)
+        assert r["verdict"] == "tool_error" and "planted failure" in r["reason"]
+    finally:
+        _proc.selftest.cache_clear()
