@@ -136,6 +136,34 @@ def build_failure(proc: ProcResult, log: str) -> tuple[str, str] | None:
     return None
 
 
+SELF_CONTAINED = ("the design refers to something outside itself (it does not elaborate on its own, "
+                  "with the task's top module as the only top): a design may use only its own ports, "
+                  "signals and the provided primitives")
+
+
+def self_contained(argv: list[str], workdir: Path, task: Task, *, sandbox: bool,
+                   ro_paths: tuple[Path, ...] = (),
+                   env: dict[str, str] | None = None) -> tuple[tuple[str, str] | None, ProcResult]:
+    """Elaborate the design alone (primitives + design files, the task's top as the only top).
+
+    Run after the full build succeeded (so a plain error gets the compiler's own messages). A
+    design that names anything of the testbench (an upward hierarchical reference, a call of its
+    tasks, a defparam or bind into it) does not elaborate alone, whatever the static gate says:
+    ((status, log) of the refusal or None when the design stands on its own, the run).
+    """
+    files = ["cdc_sync.v", *sorted(str(p.relative_to(workdir)) for p in (workdir / "design").rglob("*")
+                                   if p.is_file())]
+    proc = run_bounded([*argv, *files], workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=ro_paths,
+                       env={**os.environ, **(env or {})}, sandbox_env=env, tag="alone")
+    log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)
+    failed = build_failure(proc, log)
+    if failed:
+        return failed, proc
+    if proc.returncode != 0:
+        return ("compile_error", (SELF_CONTAINED + "\n" + log[-3000:]).strip()), proc
+    return None, proc
+
+
 def seed_plusargs(plan: SeedPlan, settle: bool) -> list[str]:
     """A seed's plusargs, without the nonce (the nonce goes only to the verdict channel)."""
     return [a for a in plan.plusargs(settle=settle, nonce=0) if not a.startswith("+cdc_nonce=")]
@@ -249,7 +277,14 @@ class Icarus(Simulator):
             status, log = failed
         else:
             status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
-        return Build(status, log, workdir, proc.cpu_s, proc.wall_s, proc.max_rss_kb,
+        cpu, wall, rss = proc.cpu_s, proc.wall_s, proc.max_rss_kb
+        if status == "pass":
+            refused, alone = self_contained(["iverilog", "-g2012", "-I", ".", "-t", "null", "-s", task.top],
+                                            workdir, task, sandbox=sandbox)
+            cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+            if refused:
+                status, log = refused
+        return Build(status, log, workdir, cpu, wall, rss,
                      {"vpi": str(vpi), "tb_top": task.tb_top})
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,

@@ -53,6 +53,7 @@ from .simulators import (
     run_with_nonce,
     scrub,
     seed_plusargs,
+    self_contained,
     stage_sources,
 )
 from .task import Task
@@ -239,9 +240,9 @@ class Verilator(Simulator):
             return Build("tool_error", f"Verilator runtime: {exc}", workdir)
         files = stage_sources(task, design, workdir)
         shutil.copyfile(harness_file(), workdir / HARNESS)
+        env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
                 "-Mdir", "obj", "-I.", *[str(f.relative_to(workdir)) for f in files]]
-        env = {"VERILATOR_ROOT": str(root)}
         v = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
@@ -255,6 +256,12 @@ class Verilator(Simulator):
         why = own_code(design, workdir / "obj" / "Vtb__Dpi.h")
         if why:
             return Build("compile_error", why, workdir, cpu, wall, rss, extra)
+        lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
+                "-Wno-style", "--top-module", task.top, "-I."]
+        refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
+        cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+        if refused:
+            return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
         # One translation unit: the generated files, then the C++ main.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
         (workdir / "obj" / "cdc_all.cpp").write_text(

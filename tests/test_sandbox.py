@@ -472,3 +472,17 @@ def test_a_failing_selftest_is_a_tool_error(monkeypatch):
         assert r["verdict"] == "tool_error" and "planted failure" in r["reason"]
     finally:
         _proc.selftest.cache_clear()
+
+
+_FORGE_HIER = """    #100;
+    hs_tb.checks = 32'd5;
+    hs_tb.emit_verdict(1'b1, "ok");"""
+
+
+@pytest.mark.parametrize("sim", _sims())
+def test_a_design_cannot_reach_into_the_testbench_with_the_gate_off(sim):
+    """An upward reference could call the testbench's own emit_verdict (which holds the channel);
+    a design must elaborate on its own, so it is refused at the build whatever the gate says."""
+    r = grade(load_task("handshake"), _probe_fix(_FORGE_HIER), sim=sim, hidden=0, gate=False)
+    assert r["verdict"] == "compile_error", r["reason"]
+    assert "outside itself" in r["stages"][2]["detail"]
