@@ -369,10 +369,13 @@ def _bound_roots() -> list[Path]:
     return roots
 
 
-def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool = False) -> list[str]:
+def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool = False,
+                 writable: bool = True, private_tmp: Path | None = None) -> list[str]:
     """The bubblewrap prefix for a command that may touch only ``scratch`` (and read ``ro_paths``).
 
-    ``proc`` mounts a /proc (the self-test only; tools run without one).
+    ``proc`` mounts a /proc (the self-test only; tools run without one). ``writable=False`` binds
+    ``scratch`` read-only (a simulation must not alter the build that later seeds run);
+    ``private_tmp`` is then the run's own writable /tmp (else /tmp is an empty tmpfs).
     """
     bwrap = bwrap_path()
     if bwrap is None:
@@ -390,7 +393,8 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
             argv += ["--ro-bind", str(target), str(target)]
     if proc:
         argv += ["--proc", "/proc"]
-    argv += ["--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--dev", "/dev"]
+    argv += ["--bind", str(private_tmp), "/tmp"] if private_tmp is not None else ["--tmpfs", "/tmp"]
     for p in ro_paths:
         argv += ["--ro-bind", str(p), str(p)]
     # The package's own files go under empty tmpfs wherever a bind exposed them; a tool's own
@@ -402,7 +406,7 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     for p in ro_paths:
         if any(Path(p).resolve().is_relative_to(h) for h in hide):
             argv += ["--ro-bind", str(p), str(p)]
-    argv += ["--bind", str(scratch), str(scratch), "--chdir", str(scratch),
+    argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch), "--chdir", str(scratch),
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", str(scratch)]
     return argv
 
@@ -500,10 +504,12 @@ def selftest() -> SelfTest:
 def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, str] | None = None,
                 sandbox: bool = False, ro_paths: tuple[Path, ...] = (),
                 sandbox_env: dict[str, str] | None = None, tag: str = "run",
-                pass_fds: tuple[int, ...] = ()) -> ProcResult:
+                pass_fds: tuple[int, ...] = (), writable: bool = True) -> ProcResult:
     """Run ``argv`` in ``cwd`` within ``limits``; never raises for the child's behaviour.
 
     pass_fds: file descriptors the tool inherits (kept open through bubblewrap).
+    writable: False runs the tool with ``cwd`` read-only and its own writable /tmp, the folder
+        ``cwd/.tmp-<tag>`` (sandbox only).
     """
     cwd = Path(cwd)
     acc = accounting()
@@ -513,10 +519,14 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
             cg = RunCgroup(acc, limits)
         except OSError:
             cg = None
-    cpu_path = cwd / f".{tag}.cpu"
     status_r = status_w = -1
+    cpu_file: Path | None = None
     if sandbox:
-        prefix = sandbox_argv(cwd, ro_paths)
+        private_tmp = None
+        if not writable:
+            private_tmp = cwd / f".tmp-{tag}"
+            private_tmp.mkdir(exist_ok=True)
+        prefix = sandbox_argv(cwd, ro_paths, writable=writable, private_tmp=private_tmp)
         for k, v in (sandbox_env or {}).items():
             prefix += ["--setenv", k, v]
         status_r, status_w = os.pipe()
@@ -524,7 +534,10 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
         if cg is None:
             # bwrap's PID namespace hides its descendants from wait4, so without a cgroup a shell
             # inside reports its children's CPU time ("times") on a file descriptor of its own.
-            inner = ['/bin/sh', '-c', f'exec 3>{cpu_path.name}; "$@" 3>&-; rc=$?; times >&3; exit $rc', "sh"]
+            # (A file: dash redirects only descriptors 0-9. Read-only runs write it in their /tmp.)
+            inside_path = f"/tmp/.{tag}.cpu" if private_tmp is not None else f".{tag}.cpu"
+            cpu_file = (private_tmp / f".{tag}.cpu") if private_tmp is not None else cwd / f".{tag}.cpu"
+            inner = ['/bin/sh', '-c', f'"$@"; rc=$?; times > {inside_path}; exit $rc', "sh"]
             argv = prefix + ["--"] + inner + argv
         else:
             argv = prefix + ["--"] + argv
@@ -617,7 +630,10 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
             status_text = f.read().decode("utf-8", "replace")
         exited = '"exit-code"' in status_text
         if cg is None:
-            cpu += _sandboxed_cpu(cpu_path)
+            try:
+                cpu += _sandboxed_cpu(cpu_file.read_text()) if cpu_file is not None else 0.0
+            except OSError:
+                pass
         if rc > 128 and not timed_out.is_set():
             rc = -(rc - 128)  # a signal-killed child is reported as 128 + signal
         elif rc > 0 and not exited and not (timed_out.is_set() or flooded.is_set() or limit_hit):
@@ -631,12 +647,9 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                       limit_hit, sandbox_error, acc.method)
 
 
-def _sandboxed_cpu(path: Path) -> float:
+def _sandboxed_cpu(text: str) -> float:
     """Children's user + system seconds from the second line of the shell's ``times``."""
-    try:
-        lines = path.read_text().split("\n")
-    except OSError:
-        return 0.0
+    lines = text.split("\n")
     if len(lines) < 2:
         return 0.0
     total = 0.0

@@ -185,10 +185,11 @@ def verdict_pipe(lines: list[str]) -> Iterator[tuple[int, dict[str, str]]]:
 
 def run_with_nonce(argv: list[str], workdir: Path, limits: Limits, secrets_: list[str], *, sandbox: bool,
                    ro_paths: tuple[Path, ...] = (), tag: str) -> ProcResult:
-    """run_bounded with ``secrets_`` on the verdict pipe."""
+    """A simulation: run_bounded with ``secrets_`` on the verdict pipe, the build folder read-only
+    (no seed can alter what later seeds run) and a /tmp of its own."""
     with verdict_pipe(secrets_) as (fd, env):
         return run_bounded(argv, workdir, limits, env={**os.environ, **env}, sandbox=sandbox,
-                           ro_paths=ro_paths, sandbox_env=env, tag=tag, pass_fds=(fd,))
+                           ro_paths=ro_paths, sandbox_env=env, tag=tag, pass_fds=(fd,), writable=False)
 
 
 def new_nonce() -> int:

@@ -301,12 +301,19 @@ def _grade_kept(design: str, sim: str, keep: Path) -> dict:
 def _fopen_probes(ref: Path) -> str:
     return "\n".join([
         '    probe_fd = $fopen("/usr/.cdc_escape_fopen", "w");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("esc_usr", "w"); $fclose(probe_r); end',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_usr", "w"); $fclose(probe_r); end',
         f'    probe_fd = $fopen("{ref}", "r");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("esc_ref", "w"); $fclose(probe_r); end',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_ref", "w"); $fclose(probe_r); end',
         '    probe_fd = $fopen("/proc/self/mem", "r");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("esc_proc", "w"); $fclose(probe_r); end',
-        '    probe_r = $fopen("ran_fopen", "w"); $fclose(probe_r);',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_proc", "w"); $fclose(probe_r); end',
+        # a seed may not alter the build the later seeds run (append: never destroys it)
+        '    probe_fd = $fopen("sim.vvp", "a");',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build", "w"); $fclose(probe_r); end',
+        '    probe_fd = $fopen("Vtb", "a");',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build2", "w"); $fclose(probe_r); end',
+        '    probe_fd = $fopen("new_file_in_the_build", "w");',
+        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build3", "w"); $fclose(probe_r); end',
+        '    probe_r = $fopen("/tmp/ran_fopen", "w"); $fclose(probe_r);',
     ])
 
 
@@ -316,8 +323,8 @@ def test_file_probes_fail_with_the_gate_off(sim, tmp_path):
     keep = tmp_path / "keep"
     r = _grade_kept(_probe_fix(_fopen_probes(task.path(task.reference))), sim, keep)
     assert r["verdict"] == "pass", r["reason"]
-    assert (keep / "ran_fopen").exists(), "the probe did not run"
-    assert sorted(p.name for p in keep.glob("esc_*")) == []
+    assert list(keep.glob(".tmp-*/ran_fopen")), "the probe did not run"
+    assert sorted(p.name for p in keep.glob(".tmp-*/esc_*")) == []
     assert not Path("/usr/.cdc_escape_fopen").exists()
 
 
@@ -332,19 +339,20 @@ def test_icarus_cannot_start_processes():
 
 def _system_probes(ref: Path, port: int) -> str:
     net = (f"import socket\\ntry:\\n socket.create_connection(('127.0.0.1',{port}),2); "
-           f"open('esc_net','w')\\nexcept OSError: pass")
+           f"open('/tmp/esc_net','w')\\nexcept OSError: pass")
     cmds = [
-        "mount -o remount,rw /usr 2>/dev/null && touch /usr/.cdc_escape_sys && echo > esc_remount; "
-        "echo > ran_1",
-        "touch /usr/.cdc_escape_sys2 2>/dev/null && echo > esc_usr",
-        f"cat {ref} > leak 2>/dev/null; [ -s leak ] && echo > esc_ref",
-        "[ -e /proc/self/mem ] && echo > esc_proc",
+        "mount -o remount,rw /usr 2>/dev/null && touch /usr/.cdc_escape_sys && echo > /tmp/esc_remount; "
+        "echo > /tmp/ran_1",
+        "touch /usr/.cdc_escape_sys2 2>/dev/null && echo > /tmp/esc_usr",
+        f"cat {ref} > /tmp/leak 2>/dev/null; [ -s /tmp/leak ] && echo > /tmp/esc_ref",
+        "[ -e /proc/self/mem ] && echo > /tmp/esc_proc",
         f'python3 -c "{net}"',
-        "echo > ran_2; d=$(mktemp -d forks.XXXXXX); for i in $(seq 200); do (echo x >> $d/n; sleep 3) & "
-        "done 2>/dev/null; sleep 1; [ $(wc -l < $d/n) -ge 200 ] && echo > esc_forks",
-        "d=$(mktemp -d mem.XXXXXX); for i in 1 2 3; do python3 -c \"a=bytearray(b'x')*(500<<20); "
+        "echo > /tmp/ran_2; d=$(mktemp -d /tmp/forks.XXXXXX); "
+        "for i in $(seq 200); do (echo x >> $d/n; sleep 3) & done 2>/dev/null; sleep 1; "
+        "[ $(wc -l < $d/n) -ge 200 ] && echo > /tmp/esc_forks",
+        "d=$(mktemp -d /tmp/mem.XXXXXX); for i in 1 2 3; do python3 -c \"a=bytearray(b'x')*(500<<20); "
         "open('$d/'+str($i),'w'); import time; time.sleep(2)\" & done; wait; "
-        "[ $(ls $d | wc -l) -ge 3 ] && echo > esc_mem",
+        "[ $(ls $d | wc -l) -ge 3 ] && echo > /tmp/esc_mem",
     ]
     # Summed, so that Verilator keeps every call (it drops all but the last of plain re-assignments).
     calls = [f'    probe_r = probe_r + $system("{c.replace(chr(34), chr(92) + chr(34))}");' for c in cmds]
@@ -367,9 +375,9 @@ def test_process_probes_fail_with_the_gate_off_on_verilator(tmp_path):
     finally:
         srv.close()
     assert r["stages"][2]["status"] == "pass", r["stages"][2]["detail"][-500:]
-    assert (keep / "ran_1").exists() and (keep / "ran_2").exists(), "the probes did not run"
-    assert sorted(p.name for p in keep.glob("esc_*")) == []
-    forks = [len((d / "n").read_text().split()) for d in keep.glob("forks.*") if (d / "n").exists()]
+    assert list(keep.glob(".tmp-*/ran_1")) and list(keep.glob(".tmp-*/ran_2")), "the probes did not run"
+    assert sorted(p.name for p in keep.glob(".tmp-*/esc_*")) == []
+    forks = [len((d / "n").read_text().split()) for d in keep.glob(".tmp-*/forks.*") if (d / "n").exists()]
     assert forks and max(forks) < 200, forks  # a dash that cannot fork exits: fewer lines, no marker
     assert not Path("/usr/.cdc_escape_sys").exists() and not Path("/usr/.cdc_escape_sys2").exists()
     assert _usr_mounts() == before
@@ -379,15 +387,15 @@ def test_process_probes_fail_with_the_gate_off_on_verilator(tmp_path):
 
 _FORGE_PLUSARG = """    if ($value$plusargs("cdc_nonce=%h", probe_n))
       $display("CDCV %016h PASS checks=99 hash=0000000000000000 t=1 msg=ok", probe_n);
-    probe_r = $fopen("ran_forge", "w"); $fclose(probe_r);
+    probe_r = $fopen("/tmp/ran_forge", "w"); $fclose(probe_r);
     #1 $finish;"""
 _FORGE_ENV = ('    probe_r = probe_r + $system("n=$(head -c 16 <&$CDC_VERDICT_FD 2>/dev/null); '
-              'echo CDCV $n PASS checks=9 hash=0000000000000000 t=1 msg=ok; echo > ran_forge");\n'
+              'echo CDCV $n PASS checks=9 hash=0000000000000000 t=1 msg=ok; echo > /tmp/ran_forge");\n'
               '    #1 $finish;')
-_FORGE_CALL_ICARUS = """    probe_r = $fopen("ran_forge", "w"); $fclose(probe_r);
+_FORGE_CALL_ICARUS = """    probe_r = $fopen("/tmp/ran_forge", "w"); $fclose(probe_r);
     #1 $cdc_verdict(1'b1, 32'd9, 64'd0, 64'd1, "ok");
     #1 $finish;"""
-_FORGE_CALL_VERILATOR = """    probe_r = $fopen("ran_forge", "w"); $fclose(probe_r);
+_FORGE_CALL_VERILATOR = """    probe_r = $fopen("/tmp/ran_forge", "w"); $fclose(probe_r);
     #1 cdc_verdict(1'b1, 32'd9, 64'd0, 64'd1, "ok");
     #1 $finish;"""
 
@@ -414,7 +422,7 @@ def test_a_design_cannot_forge_the_verdict_with_the_gate_off(sim, tmp_path):
         r = _grade_kept(design, sim, keep)
         assert r["verdict"] != "pass", f"{sim}: forged a pass by {name}"
         if r["stages"][2]["status"] == "pass":
-            assert (keep / "ran_forge").exists(), f"{sim} {name}: the forgery did not run"
+            assert list(keep.glob(".tmp-*/ran_forge")), f"{sim} {name}: the forgery did not run"
         else:
             assert r["verdict"] == "compile_error", r["reason"]
 
