@@ -121,9 +121,16 @@ def throughput(url: str, task_id: str, hidden: int, clients: int, seconds: float
             "grades_per_min": round(60 * len(done) / wall, 1) if wall else 0.0, "errors": len(bad)}
 
 
-def cheap_calls(url: str, task_id: str, calls: int) -> dict:
-    """p50/p95 of read and write calls over one keep-alive connection, in milliseconds."""
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cheap_calls(url: str, task_id: str, calls: int, pid: int | None = None) -> dict:
+    """p50/p95 of read and write calls over one keep-alive connection, in milliseconds, and the
+    server process's CPU per call (what the latency would be on an idle core)."""
     task = load_task(task_id)
+    cpu0 = cpu_s(pid) if pid else 0.0
     lat: dict[str, list[float]] = {"read": [], "write": []}
     with httpx.Client(base_url=url, timeout=60, headers=AUTH) as c:
         for _ in range(max(1, calls // 50)):
@@ -138,7 +145,10 @@ def cheap_calls(url: str, task_id: str, calls: int) -> dict:
                 lat[tool].append((time.perf_counter() - t) * 1000)
                 assert r.status_code == 200, r.text[:200]
             c.delete(f"/v1/episodes/{eid}")
-    out = {}
+    out: dict = {}
+    if pid:
+        n = sum(len(xs) for xs in lat.values())
+        out["server_cpu_ms_per_call"] = round(1000 * (cpu_s(pid) - cpu0) / n, 2)
     for tool, xs in lat.items():
         xs.sort()
         out[tool] = {"n": len(xs), "p50_ms": round(statistics.median(xs), 2),
@@ -146,7 +156,7 @@ def cheap_calls(url: str, task_id: str, calls: int) -> dict:
     return out
 
 
-def with_idle_connections(url: str, task_id: str, calls: int, idle: int) -> dict:
+def with_idle_connections(url: str, task_id: str, calls: int, idle: int, pid: int | None = None) -> dict:
     """cheap_calls while ``idle`` connections without a token are open (half with a stalled head)."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     socks = []
@@ -159,7 +169,7 @@ def with_idle_connections(url: str, task_id: str, calls: int, idle: int) -> dict
         t = time.perf_counter()
         health = httpx.get(url + "/v1/health", headers=AUTH, timeout=60)
         first_ms = round((time.perf_counter() - t) * 1000, 2)
-        lat = cheap_calls(url, task_id, calls)
+        lat = cheap_calls(url, task_id, calls, pid)
         still_open = 0
         for s in socks:
             s.setblocking(False)
@@ -193,10 +203,11 @@ def main() -> None:
     proc, info = start_server(a.task, a.workers)
     try:
         url = info["url"]
-        quiet = cheap_calls(url, a.task, a.calls)
-        flood = with_idle_connections(url, a.task, a.calls, a.idle)
+        quiet = cheap_calls(url, a.task, a.calls, info["pid"])
+        flood = with_idle_connections(url, a.task, a.calls, a.idle, info["pid"])
         if a.latency_only:
-            print(json.dumps({"task": a.task, "cheap_calls": quiet, "with_idle": flood}, indent=2))
+            print(json.dumps({"task": a.task, "cheap_calls": quiet, "with_idle": flood,
+                              "load_average": os.getloadavg()}, indent=2))
             return
         mem = memory(url, info["pid"], a.task, a.episodes)
         with httpx.Client(base_url=url, timeout=600, headers=AUTH) as c:  # warm-up: starts the workers

@@ -77,11 +77,14 @@ class CostModel:
         return None
 
 
-# Measured on the 2-core development machine (`cdc-env cost handshake`, 2026-11-30: the task with
-# the cheapest Icarus seeds, so the figures favour Icarus); used for a task that has no
-# measurement of its own in the cache.
-DEFAULT_MODEL = CostModel(icarus_build=0.004, icarus_seed=0.0253, verilator_fixed=1.08,
-                          verilator_seed_alone=0.0104, verilator_seed_batched=0.00068,
+# Measured on the 2-core development machine with one cgroup per tool run (`cdc-env cost
+# handshake --runs 3`, 2026-12-01: the task with the cheapest Icarus seeds, so the figures favour
+# Icarus), plus the design-alone elaboration check added after that run (0.02 CPU-s on Icarus,
+# 0.09 on Verilator, measured apart); used for a task that has no measurement of its own in the
+# cache. The figures before cgroup accounting (0.004 / 0.0253 / 1.08 / 0.0104 / 0.00068) missed
+# what ran inside the sandbox.
+DEFAULT_MODEL = CostModel(icarus_build=0.056, icarus_seed=0.0398, verilator_fixed=1.94,
+                          verilator_seed_alone=0.0169, verilator_seed_batched=0.00069,
                           source="built-in figures (no measurement for this task in the cache)")
 
 
