@@ -274,7 +274,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         b = simulator.build(task, design, work, sandbox=sandbox)
         child_cpu += b.cpu_s
         peak_rss = max(peak_rss, b.max_rss_kb)
-        stages.append(_stage("build", b.status, b.log[-4000:], cpu_s=round(b.cpu_s, 3)))
+        cache = {"model_cache": b.extra["model_cache"]} if "model_cache" in b.extra else {}
+        stages.append(_stage("build", b.status, b.log[-4000:], cpu_s=round(b.cpu_s, 3), **cache))
         if b.status != "pass":
             return finish(b.status, "build", "the design does not build" if b.status == "compile_error"
                           else b.log[-300:])

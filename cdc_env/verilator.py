@@ -13,6 +13,12 @@ Everything Verilator-specific lives here (the C++ main is runners/verilator/cdc_
   Verilator runtime; (3) it links against a static library of the runtime. The runtime library
   and the precompiled header are built once per Verilator version, compiler and flags and cached
   (``runtime()``), so a grade pays only for its own model.
+* **Model cache.** A passing build's ``Vtb`` (and its log) is cached under the patch fingerprint
+  -- every input of the build: Verilator, compiler, flags, runtime, harness, testbench, primitives,
+  task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
+  The cache is bounded (``MODEL_CACHE_BYTES``, least recently used entries go first), lives
+  outside the sandbox's view, and hands each grade a *copy* (a design cannot alter the cached
+  binary through its scratch directory). ``CDC_ENV_MODEL_CACHE=0`` switches it off.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
@@ -85,6 +91,8 @@ _OWN_CXX = re.compile(r"\$c(?:pure)?\d*(?![\w$])|`systemc_\w+")
 _STRINGS_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
 _DPI_DECL = re.compile(r"^\s*extern\s+[^(;]*?\b(\w+)\s*\(", re.M)
 TRUSTED_DPI = frozenset({"cdc_verdict"})
+MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
+MODEL_CACHE_BYTES = 512 << 20
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -197,6 +205,78 @@ def _sh_quote(s: str) -> str:
     return s if re.fullmatch(r"[A-Za-z0-9_./=+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
 
 
+def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = ()) -> str:
+    """The patch fingerprint of a Verilator build: every input that can change the model."""
+    h = hashlib.sha256()
+    parts: list[bytes] = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
+                          *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
+                          *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
+                          harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
+                          paths.primitives_file().read_bytes(),
+                          *(p.read_bytes() for p in paths.tb_includes()),
+                          # the checks a build applies (own_code, self_contained) live in these
+                          Path(__file__).read_bytes(), (Path(__file__).parent / "simulators.py").read_bytes()]
+    for name in sorted(design):
+        parts += [name.encode(), design[name].encode("utf-8")]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _model_cache() -> Path | None:
+    if os.environ.get(MODEL_CACHE_ENV, "1") == "0":
+        return None
+    return cache_root() / "verilator-models"
+
+
+def _cache_get(key: str, workdir: Path) -> str | None:
+    """Copy a cached model into ``workdir``; its build log, or None on a miss."""
+    base = _model_cache()
+    entry = base / key if base else None
+    if entry is None or not (entry / "ok").is_file():
+        return None
+    try:
+        shutil.copy2(entry / "Vtb", workdir / "Vtb")
+        os.utime(entry)  # least recently used goes first
+        return (entry / "log").read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _cache_put(key: str, workdir: Path, log: str) -> None:
+    base = _model_cache()
+    if base is None:
+        return
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="put-", dir=base))
+        shutil.copy2(workdir / "Vtb", tmp / "Vtb")
+        (tmp / "log").write_text(log, encoding="utf-8")
+        (tmp / "ok").write_text("")
+        try:
+            tmp.rename(base / key)
+        except OSError:  # another grade stored the same patch first
+            shutil.rmtree(tmp, ignore_errors=True)
+        _cache_evict(base)
+    except OSError:
+        pass
+
+
+def _cache_evict(base: Path, limit: int | None = None) -> None:
+    limit = MODEL_CACHE_BYTES if limit is None else limit
+    entries = []
+    for e in base.iterdir():
+        if e.is_dir() and not e.name.startswith("put-"):
+            size = sum(f.stat().st_size for f in e.iterdir() if f.is_file())
+            entries.append((e.stat().st_mtime, size, e))
+    total = sum(size for _, size, _ in entries)
+    for _, size, e in sorted(entries):
+        if total <= limit:
+            break
+        shutil.rmtree(e, ignore_errors=True)
+        total -= size
+
+
 class BatchIncomplete(Exception):
     """A batch that did not end cleanly; ``str()`` says why. Its seeds must run one at a time."""
 
@@ -240,13 +320,20 @@ class Verilator(Simulator):
             return Build("tool_error", f"Verilator runtime: {exc}", workdir)
         files = stage_sources(task, design, workdir)
         shutil.copyfile(harness_file(), workdir / HARNESS)
+        key = model_key(task, design, harness_defines)
+        cached = _cache_get(key, workdir)
+        if cached is not None:
+            return Build("pass", cached, workdir, 0.0, 0.0, 0,
+                         {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
+                          "model_cache": "hit", "model_key": key[:16]})
         env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
                 "-Mdir", "obj", "-I.", *[str(f.relative_to(workdir)) for f in files]]
         v = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
-        extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name}
+        extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name, "model_cache": "miss",
+                 "model_key": key[:16]}
         log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
         failed = build_failure(v, log)
         if failed:
@@ -282,6 +369,7 @@ class Verilator(Simulator):
         if c.returncode != 0 or not (workdir / "Vtb").is_file():
             # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
+        _cache_put(key, workdir, log)
         return Build("pass", log, workdir, cpu, wall, rss, extra)
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,

@@ -123,3 +123,26 @@ def test_strip_quoted_keeps_only_the_editable_files_quotes():
            "%Error: design/x.v:4:2: also bad\n    4 | my line\n      |  ^\n")
     out = strip_quoted(log, "x.v")
     assert "secret tb line" not in out and "my line" in out and out.count("^") == 1
+
+
+@needs_verilator
+def test_the_model_cache_skips_a_rebuild_of_the_same_patch(tmp_path, monkeypatch):
+    models = tmp_path / "cache" / "verilator-models"  # not the real cache (the runtime stays cached)
+    monkeypatch.setattr(verilator, "_model_cache",
+                        lambda: None if os.environ.get(verilator.MODEL_CACHE_ENV) == "0" else models)
+    task = load_task("handshake")
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    sim = verilator.Verilator()
+    first = sim.build(task, design, tmp_path / "a")
+    again = sim.build(task, design, tmp_path / "b")
+    assert first.status == again.status == "pass"
+    assert first.extra["model_cache"] == "miss" and again.extra["model_cache"] == "hit"
+    assert again.cpu_s == 0.0 and again.log == first.log
+    entry = models / verilator.model_key(task, design)
+    assert (entry / "Vtb").stat().st_ino != (tmp_path / "b" / "Vtb").stat().st_ino  # a copy, never a link
+    other = dict(design, **{task.editable: task.reference_text + "\n// another patch\n"})
+    assert sim.build(task, other, tmp_path / "c").extra["model_cache"] == "miss"
+    verilator._cache_evict(entry.parent, limit=0)  # the bound: least recently used go first
+    assert not any(entry.parent.iterdir())
+    monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
+    assert sim.build(task, design, tmp_path / "d").extra["model_cache"] == "miss"
