@@ -26,7 +26,15 @@ from .gate import run_gate
 from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
 from .proc import Limits, accounting, selftest
 from .seeds import hidden_seeds, plan_seed, visible_seeds
-from .simulators import SEED_LIMITS, Build, SeedResult, Simulator, get_simulator
+from .simulators import (
+    SEED_LIMITS,
+    Build,
+    SeedResult,
+    Simulator,
+    get_simulator,
+    run_seeds_staged,
+    stage_sandbox_on,
+)
 from .submission import Allowlisted as Allowed
 from .submission import allowlist
 from .task import Task, load_task
@@ -75,6 +83,9 @@ def run_seeds(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
     a time-out per seed); the seeds not run are simply absent from the result.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
+    if sandbox and stage_sandbox_on() and len(seeds) > 1:  # one sandbox per chunk of seeds (issue 15)
+        return run_seeds_staged(sim, build, task, seeds, settle=settle, jobs=jobs, limits=limits,
+                                hidden_checks=hidden_checks, progress=progress, stage=stage)
     done = 0
     out: list[SeedResult] = []
     stop = threading.Event()

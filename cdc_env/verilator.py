@@ -375,9 +375,12 @@ class Verilator(Simulator):
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         nonce = new_nonce()
-        proc = run_with_nonce(["./Vtb", *seed_plusargs(plan, settle)], build.workdir, limits,
+        proc = run_with_nonce(self.seed_argv(build, plan, settle), build.workdir, limits,
                               [f"{nonce:016x}"], sandbox=sandbox, tag=f"seed{plan.seed}")
         return parse_verdict(plan.seed, proc, nonce)
+
+    def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
+        return ["./Vtb", *seed_plusargs(plan, settle)]
 
     def run_batch(self, build: Build, plans: list[SeedPlan], *, settle: bool, sandbox: bool = True,
                   tag: str = "batch") -> BatchRun:

@@ -494,3 +494,35 @@ def test_a_design_cannot_reach_into_the_testbench_with_the_gate_off(sim):
     r = grade(load_task("handshake"), _probe_fix(_FORGE_HIER), sim=sim, hidden=0, gate=False)
     assert r["verdict"] == "compile_error", r["reason"]
     assert "outside itself" in r["stages"][2]["detail"]
+
+
+# --- one sandbox per stage with the trusted runner (issue 15, opt-in) -------------------------
+
+_LEAVE_TMP = """    probe_fd = $fopen("/tmp/left_by_an_earlier_seed", "r");
+    if (probe_fd != 0) leak_q = 1'b1;
+    probe_fd = $fopen("/tmp/left_by_an_earlier_seed", "w");
+    if (probe_fd != 0) $fclose(probe_fd);"""
+
+
+@pytest.mark.parametrize("sim", _sims())
+def test_the_stage_runner_gives_the_same_verdicts_and_isolates_seeds(sim, monkeypatch):
+    from cdc_env import simulators
+
+    task = load_task("handshake")
+    design = task.defective_text
+    monkeypatch.setenv(simulators.STAGE_ENV, "0")
+    alone = grade(task, design, sim=sim, hidden=32, gate=False, batch=False)
+    monkeypatch.setenv(simulators.STAGE_ENV, "1")
+    staged = grade(task, design, sim=sim, hidden=32, gate=False, batch=False)
+    assert staged["seeds"]["visible"]["results"] == alone["seeds"]["visible"]["results"]
+    assert staged["verdict"] == alone["verdict"]
+    ref = grade(task, task.reference_text, sim=sim, hidden=32, batch=False)
+    assert ref["verdict"] == "pass" and ref["seeds"]["hidden"]["passed"] == 32
+    # a seed finds nothing an earlier seed of its stage left in /tmp (the design fails if it does)
+    text = task.reference_text.replace("assign ready_o = !busy_q;", "assign ready_o = !busy_q && !leak_q;")
+    cut = text.rfind("endmodule")
+    leaky = (text[:cut] + "  integer probe_fd;\n  reg leak_q = 1'b0;\n  initial begin\n" + _LEAVE_TMP
+             + "\n  end\n" + text[cut:])
+    assert grade(task, leaky, sim=sim, hidden=0, gate=False)["verdict"] == "pass"
+    forged = grade(task, _forge_fix(_FORGE_PLUSARG), sim=sim, hidden=0, gate=False)
+    assert forged["verdict"] != "pass"
