@@ -500,7 +500,7 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     overhead = max(proc.cpu_s - sum(r.cpu_s for r in results), 0.0) / max(len(results), 1)
     for r in results:
         r.cpu_s += overhead
-        r.max_rss_kb = max(r.max_rss_kb, 0)
+        r.max_rss_kb = max(r.max_rss_kb, proc.max_rss_kb)  # the stage cgroup's peak covers every seed
     return results
 
 
