@@ -526,3 +526,35 @@ def test_the_stage_runner_gives_the_same_verdicts_and_isolates_seeds(sim, monkey
     assert grade(task, leaky, sim=sim, hidden=0, gate=False)["verdict"] == "pass"
     forged = grade(task, _forge_fix(_FORGE_PLUSARG), sim=sim, hidden=0, gate=False)
     assert forged["verdict"] != "pass"
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_process_probes_fail_inside_the_stage_runner_too(monkeypatch):
+    """The same escapes as above, from seeds started by the stage runner: each succeeding escape
+    would stall the design (every seed fails), so a pass means every one of them failed."""
+    from cdc_env import simulators
+
+    task = load_task("handshake")
+    before = _usr_mounts()
+    ref = task.path(task.reference)
+    checks = [
+        "mount -o remount,rw /usr 2>/dev/null",
+        "touch /usr/.cdc_escape_stage 2>/dev/null",
+        f"[ -s {ref} ]",
+        "[ -e /proc/self/mem ]",
+        "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\" 2>/dev/null",
+        "d=$(mktemp -d /tmp/f.XXXXXX); for i in $(seq 200); do (echo x >> $d/n; sleep 3) & done 2>/dev/null; "
+        "sleep 1; [ $(wc -l < $d/n) -ge 200 ]",
+    ]
+    body = "\n".join(f'    if ($system("{c.replace(chr(34), chr(92) + chr(34))}") == 0) leak_q = 1\'b1;'
+                     for c in checks)
+    text = task.reference_text.replace("assign ready_o = !busy_q;", "assign ready_o = !busy_q && !leak_q;")
+    cut = text.rfind("endmodule")
+    design = text[:cut] + "  reg leak_q = 1'b0;\n  initial begin\n" + body + "\n  end\n" + text[cut:]
+    monkeypatch.setenv(simulators.STAGE_ENV, "1")
+    r = grade(task, design, sim="verilator", hidden=0, gate=False)
+    assert r["verdict"] == "pass", r["reason"]
+    assert not Path("/usr/.cdc_escape_stage").exists() and _usr_mounts() == before
+    # control: the probe logic itself can fail a design (an always-true check stalls it)
+    control = design.replace("mount -o remount,rw /usr 2>/dev/null", "true")
+    assert grade(task, control, sim="verilator", hidden=0, gate=False)["verdict"] == "fail"
