@@ -783,7 +783,7 @@ def _document_the_report(doc: dict) -> None:
     """Put report.schema.json into the document: the grade response and StepResult.report use it."""
     import json
 
-    report = report_schema()
+    report = json.loads(json.dumps(report_schema()))  # a copy: report_schema() is cached and shared
     defs = report.pop("$defs", {})
     for key in ("$schema", "$id"):
         report.pop(key, None)
