@@ -3,13 +3,15 @@
 **What is measured.** For each task, a grade of its reference fix in three set-ups: Icarus at 8
 visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
 8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
-system seconds of the grading process itself while it grades plus every tool process it starts
-(taken from ``wait4`` and, inside the sandbox, from the shell's ``times`` -- bubblewrap's PID
-namespace hides those processes from the parent's own child accounting). The Python interpreter's
-start-up and imports are not part of a grade (a server or an environment imports once). The
-Verilator runtime is built once per Verilator version and cached, so it is not part of a grade;
-its one-time cost is reported separately. Peak memory is the largest single process of a grade
-(a separate unsandboxed grade, because the sandbox hides the inner processes' peak memory too).
+system seconds of the grading process itself while it grades plus every tool process it starts,
+each tool run measured by its own cgroup (bubblewrap and everything inside it; see proc.py).
+``report["accounting"]`` says how it was measured; on a host without usable cgroups the figures
+come from ``wait4`` and the sandbox shell's ``times`` and are lower bounds (12-35% low on this
+machine before cgroups). The Python interpreter's start-up and imports are not part of a grade
+(a server or an environment imports once). The Verilator runtime is built once per Verilator
+version and cached, so it is not part of a grade; its one-time cost is reported separately. Peak
+memory is the largest cgroup peak of one tool run of a grade (resident memory plus the page cache
+that run charged), from the same sandboxed grades.
 
 **The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
 build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
@@ -75,11 +77,14 @@ class CostModel:
         return None
 
 
-# Measured on the 2-core development machine (`cdc-env cost handshake`, 2026-11-30: the task with
-# the cheapest Icarus seeds, so the figures favour Icarus); used for a task that has no
-# measurement of its own in the cache.
-DEFAULT_MODEL = CostModel(icarus_build=0.004, icarus_seed=0.0253, verilator_fixed=1.08,
-                          verilator_seed_alone=0.0104, verilator_seed_batched=0.00068,
+# Measured on the 2-core development machine with one cgroup per tool run (`cdc-env cost
+# handshake --runs 3`, 2026-12-01: the task with the cheapest Icarus seeds, so the figures favour
+# Icarus), plus the design-alone elaboration check added after that run (0.02 CPU-s on Icarus,
+# 0.09 on Verilator, measured apart); used for a task that has no measurement of its own in the
+# cache. The figures before cgroup accounting (0.004 / 0.0253 / 1.08 / 0.0104 / 0.00068) missed
+# what ran inside the sandbox.
+DEFAULT_MODEL = CostModel(icarus_build=0.056, icarus_seed=0.0398, verilator_fixed=1.94,
+                          verilator_seed_alone=0.0169, verilator_seed_batched=0.00069,
                           source="built-in figures (no measurement for this task in the cache)")
 
 
@@ -160,9 +165,8 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
                       source=f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, max of {runs} runs")
     fixed = model.verilator_fixed
     vis = len(visible_seeds(task))
-    # Peak memory of the largest process: one grade of each simulator outside the sandbox.
-    rss = max(grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=False).get("peak_rss_kb", 0)
-              for _, sim, n, batch in SETUPS[:2])
+    rss = max(r.get("peak_rss_kb", 0) for rs in reports.values() for r in rs)
+    row.update(accounting=ic[-1].get("accounting", {}).get("method", "rusage"))
     row.update(fixed_cpu_s=round(fixed, 3), crossover=model.crossover(vis), peak_rss_mib=round(rss / 1024, 1),
                model=asdict(model), runtime_once_cpu_s=runtime_once_cpu())
     if save:

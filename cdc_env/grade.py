@@ -24,9 +24,17 @@ from pathlib import Path
 from . import __version__, paths
 from .gate import run_gate
 from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
-from .proc import Limits, bwrap_path
+from .proc import Limits, accounting, selftest
 from .seeds import hidden_seeds, plan_seed, visible_seeds
-from .simulators import SEED_LIMITS, Build, SeedResult, Simulator, get_simulator
+from .simulators import (
+    SEED_LIMITS,
+    Build,
+    SeedResult,
+    Simulator,
+    get_simulator,
+    run_seeds_staged,
+    stage_sandbox_on,
+)
 from .submission import Allowlisted as Allowed
 from .submission import allowlist
 from .task import Task, load_task
@@ -75,6 +83,9 @@ def run_seeds(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
     a time-out per seed); the seeds not run are simply absent from the result.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
+    if sandbox and stage_sandbox_on() and len(seeds) > 1:  # one sandbox per chunk of seeds (issue 15)
+        return run_seeds_staged(sim, build, task, seeds, settle=settle, jobs=jobs, limits=limits,
+                                hidden_checks=hidden_checks, progress=progress, stage=stage)
     done = 0
     out: list[SeedResult] = []
     stop = threading.Event()
@@ -157,7 +168,9 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     hidden: ``"all"`` (every hidden seed), an int N (the first N), or 0 / None (no hidden stage).
     settle: late settling on (the default; off is the demo switch).
     gate: the static gate (off only for tests that prove a later stage or the sandbox).
-    sandbox: run every tool under bubblewrap (off only where bubblewrap cannot run).
+    sandbox: run every tool under bubblewrap. No working sandbox (bubblewrap missing, or its
+        start-up self-test failing) is a tool_error; False is the explicit unsafe opt-in, recorded
+        in report["unsafe_no_sandbox"].
     keep_dir: keep the scratch directory there instead of deleting it (evidence).
     sim: "icarus", "verilator", or "auto" (the cheaper one for this grade, from measured costs;
         see cost.choose_simulator -- the choice and its reason are in report["simulator"]).
@@ -182,8 +195,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
 
         sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)
     simulator = get_simulator(sim)
-    if sandbox and bwrap_path() is None:
-        sandbox = False  # reported below; a caller that needs the sandbox checks first
+    first_selftest = sandbox and selftest.cache_info().currsize == 0
+    box = selftest() if sandbox else None
     report: dict = {
         "schema_version": SCHEMA_VERSION,
         "task": task.id,
@@ -192,6 +205,9 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
                       **({"choice": choice} if choice else {})},
         "settle": settle,
         "sandbox": sandbox,
+        "unsafe_no_sandbox": not sandbox,
+        "sandbox_selftest": box.reason if box else "not run (sandbox switched off by the caller)",
+        "accounting": accounting().as_report(),
         "cdc_env_version": __version__,
         "python": platform.python_version(),
         "submission_sha256": sha256(submission if isinstance(submission, (str, bytes)) else b""),
@@ -206,7 +222,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "disabled": sorted(disable),
     }
     stages: list[dict] = report["stages"]
-    child_cpu = 0.0
+    child_cpu = box.cpu_s if box is not None and first_selftest else 0.0  # once per process
     peak_rss = 0
 
     def finish(verdict: str, failed_stage: str | None, reason: str) -> dict:
@@ -222,6 +238,10 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         report["wall_s"] = round(time.monotonic() - t0, 3)
         report["peak_rss_kb"] = peak_rss
         return report
+
+    if box is not None and not box.ok:
+        stages.append(_stage("build", "tool_error", box.reason))
+        return finish("tool_error", "build", box.reason)
 
     # 1. Allowlist
     if "allowlist" in disable:  # test-only: the submission is taken as the file's text, unchecked
@@ -265,7 +285,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         b = simulator.build(task, design, work, sandbox=sandbox)
         child_cpu += b.cpu_s
         peak_rss = max(peak_rss, b.max_rss_kb)
-        stages.append(_stage("build", b.status, b.log[-4000:], cpu_s=round(b.cpu_s, 3)))
+        cache = {"model_cache": b.extra["model_cache"]} if "model_cache" in b.extra else {}
+        stages.append(_stage("build", b.status, b.log[-4000:], cpu_s=round(b.cpu_s, 3), **cache))
         if b.status != "pass":
             return finish(b.status, "build", "the design does not build" if b.status == "compile_error"
                           else b.log[-300:])

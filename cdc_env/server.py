@@ -28,6 +28,16 @@ when the episode is closed or expires after ``idle_timeout`` seconds without a r
 Tasks are resolved once at start: a request names a task by id and the id is looked up in that
 table only, so no request string ever reaches the file system (no guessing, no path tricks).
 
+Connections: the listening socket is TCP with TCP_NODELAY (no 40 ms delayed-ACK stall on
+keep-alive). A connection must send a request's head within ``header_timeout`` seconds and its
+body within ``body_timeout``; above ``max_connections`` open connections the oldest one without a
+request in progress is closed, so idle or half-open connections cannot starve token holders.
+Bodies nested deeper than ``MAX_JSON_DEPTH`` are 422 before anything parses them; tool arguments
+are checked against the tool's JSON Schema before an environment is shipped to a worker (a bad
+call is answered in-process, as CdcRepairEnv answers it). A call whose worker died is retried
+once on a fresh pool (the environment is shipped by value, so the dead worker had no effect).
+Episode ids carry the server instance: an id from before a restart is 410, not 404.
+
 Not covered: TLS (put a reverse proxy in front for remote use), rate limiting per client,
 persistence of episodes across restarts, and the model loop itself (see the client and runners).
 """
@@ -64,7 +74,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__, tools
-from .env import CdcRepairEnv
+from .env import CdcRepairEnv, _parse_args
 from .errors import CdcError
 from .grade import grade
 from .proc import bwrap_path
@@ -79,6 +89,8 @@ MAX_SIM_RUNS_CAP = 50  # per-episode simulation budget a client may ask for
 DEFAULT_MAX_BODY = 1 << 20  # bytes; a submission is at most 256 KiB of text, JSON-escaped
 _ENDED_MEMORY = 10_000  # how many expired/closed episode ids are remembered for a clear 410
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+MAX_JSON_DEPTH = 32  # nesting of a request body (and of JSON-text tool arguments)
+_INSTANCE_LEN = 8  # an episode id starts with the server instance's id
 
 
 # ---------------------------------------------------------------------- configuration
@@ -97,6 +109,8 @@ class ServerConfig:
     hidden, sim: defaults for episodes and grades that do not choose.
     max_pending: simulation jobs queued or running at once; beyond it requests are 503.
     scratch_root: parent of the server's scratch folder (default: the system temp dir).
+    header_timeout, body_timeout: seconds a connection has to send a request's head / body.
+    max_connections: open connections at once (beyond it the oldest idle one is closed).
     """
 
     tasks: dict[str, Task]
@@ -109,6 +123,9 @@ class ServerConfig:
     sim: str = "icarus"
     max_pending: int = 0
     scratch_root: Path | None = None
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 4096
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -118,7 +135,9 @@ class ServerConfig:
         self.workers = self.workers or len(os.sched_getaffinity(0)) or 1
         self.max_pending = self.max_pending or self.max_episodes + 4 * self.workers
         for name, value in (("workers", self.workers), ("max_episodes", self.max_episodes),
-                            ("max_body", self.max_body), ("idle_timeout", self.idle_timeout)):
+                            ("max_body", self.max_body), ("idle_timeout", self.idle_timeout),
+                            ("header_timeout", self.header_timeout), ("body_timeout", self.body_timeout),
+                            ("max_connections", self.max_connections)):
             if value <= 0:
                 raise CdcError(f"{name} must be positive, not {value}")
         if self.sim not in ("icarus", "verilator", "auto"):
@@ -374,6 +393,10 @@ class GuardMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if json_depth(body) > MAX_JSON_DEPTH:
+            await self._send_error(send, 422, "bad_request",
+                                   f"the body is nested more than {MAX_JSON_DEPTH} levels deep")
+            return
         replayed = False
 
         async def replay() -> dict:
@@ -388,6 +411,42 @@ class GuardMiddleware:
 
 async def _no_receive() -> dict:
     return {"type": "http.disconnect"}
+
+
+def json_depth(text: bytes | str) -> int:
+    """The deepest nesting of [ and { in JSON text (outside strings), without parsing it."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    depth = deepest = 0
+    in_str = escaped = False
+    for b in data:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:  # backslash
+                escaped = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _object_depth(value: object, limit: int) -> int:
+    """Nesting depth of a parsed JSON value, counted iteratively; stops once past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if deepest > limit:
+                return deepest
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 # ---------------------------------------------------------------------- episodes and the pool
@@ -418,6 +477,7 @@ class EnvServer:
         self.scratch_root = Path()  # made when the app starts, removed when it stops
         self._pool: ProcessPoolExecutor | None = None
         self._reaper: asyncio.Task | None = None
+        self.instance = secrets.token_hex(_INSTANCE_LEN // 2)  # begins every episode id it issues
 
     # -- pool
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -429,18 +489,25 @@ class EnvServer:
         if self.jobs_in_flight >= self.config.max_pending:
             raise ApiError(503, "busy", f"{self.jobs_in_flight} simulation jobs are queued or running; "
                                         "try again later")
-        if self._pool is None:
-            self._pool = self._new_pool()
-        pool = self._pool
         self.jobs_in_flight += 1
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
-        except BrokenProcessPool:
-            if self._pool is pool:
-                pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
-            raise ApiError(503, "worker_failed", "a simulation worker died; the pool was restarted; "
-                                                 "the call had no effect, retry it") from None
+            # A dead worker breaks the whole pool and fails every call on it, including calls on
+            # other workers. Jobs get their inputs by value and the server adopts nothing until a
+            # job returns, so a call whose worker died had no effect: it is retried once.
+            for attempt in (1, 2):
+                if self._pool is None:
+                    self._pool = self._new_pool()
+                pool = self._pool
+                try:
+                    return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+                except BrokenProcessPool:
+                    if self._pool is pool:
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        self._pool = None
+                    if attempt == 2:
+                        raise ApiError(503, "worker_failed", "a simulation worker died twice on this call; "
+                                                             "the call had no effect") from None
+            raise AssertionError("unreachable")
         finally:
             self.jobs_in_flight -= 1
 
@@ -510,6 +577,10 @@ class EnvServer:
                            "its scratch space is freed. Start a new episode.")
         if why == "closed":
             raise ApiError(410, "episode_closed", f"episode {eid} was closed. Start a new episode.")
+        if len(eid) == _INSTANCE_LEN + 24 and not eid.startswith(self.instance):
+            raise ApiError(410, "episode_from_earlier_server",
+                           f"episode {eid} was started by an earlier run of this server, which has "
+                           "restarted since; episodes do not survive a restart. Start a new episode.")
         raise ApiError(404, "episode_not_found", "no such episode on this server")
 
     def hidden_for(self, task: Task, hidden: int | str | None) -> int | str:
@@ -538,7 +609,7 @@ class EnvServer:
         except CdcError as exc:
             raise ApiError(422, "bad_request", str(exc)) from None
         first = env.reset()
-        eid = secrets.token_urlsafe(18)
+        eid = self.instance + secrets.token_urlsafe(18)
         self.episodes[eid] = _Episode(eid, env, self.scratch_root / f"ep-{eid}", first["steps_left"])
         return {"episode_id": eid, "idle_timeout_s": self.config.idle_timeout, **first}
 
@@ -549,16 +620,35 @@ class EnvServer:
             async with ep.lock:
                 if self.episodes.get(eid) is not ep:  # closed while this call waited its turn
                     self._gone(eid)
-                if req.tool in ("run_visible", "submit") or ep.steps_left <= 1:
-                    out, ep.env = await self.run_job(_worker_step, ep.env, req.tool, req.arguments,
-                                                     str(ep.scratch))
-                else:
-                    out = ep.env.step(req.tool, req.arguments)
+                args, ok = self.checked_arguments(req.tool, req.arguments)
+                if (req.tool in ("run_visible", "submit") and ok) or ep.steps_left <= 1:
+                    out, ep.env = await self.run_job(_worker_step, ep.env, req.tool, args, str(ep.scratch))
+                else:  # no simulation: answered here (a bad call never reaches a worker)
+                    out = ep.env.step(req.tool, args)
                 ep.steps_left = out["steps_left"]
                 return out
         finally:
             ep.busy -= 1
             ep.last_used = time.monotonic()
+
+    @staticmethod
+    def checked_arguments(tool: object, arguments: object) -> tuple[object, bool]:
+        """(arguments, whether they fit the tool's JSON Schema); 422 when nested too deep.
+
+        JSON-text arguments are parsed here (after a depth check on the text), so only plain,
+        bounded values are ever pickled to a worker.
+        """
+        too_deep = (json_depth(arguments) if isinstance(arguments, str | bytes)
+                    else _object_depth(arguments, MAX_JSON_DEPTH)) > MAX_JSON_DEPTH
+        if too_deep:
+            raise ApiError(422, "bad_request",
+                           f"the arguments are nested more than {MAX_JSON_DEPTH} levels deep")
+        if not isinstance(tool, str) or tool not in tools.TOOL_NAMES:
+            return arguments, False
+        parsed, problem = _parse_args(arguments)
+        if problem is None:
+            problem = tools.check_arguments(tool, parsed)
+        return (parsed, True) if problem is None else (arguments, False)
 
     async def close(self, eid: str) -> dict:
         ep = self.episode(eid)
@@ -700,7 +790,7 @@ def _document_the_report(doc: dict) -> None:
     """Put report.schema.json into the document: the grade response and StepResult.report use it."""
     import json
 
-    report = report_schema()
+    report = json.loads(json.dumps(report_schema()))  # a copy: report_schema() is cached and shared
     defs = report.pop("$defs", {})
     for key in ("$schema", "$id"):
         report.pop(key, None)
@@ -732,8 +822,12 @@ def is_loopback(host: str) -> bool:
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket (``port`` 0 picks a free one; read it back with ``getsockname``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+    # socket says it is TCP; without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _raise_fd_limit()
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -744,11 +838,79 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(app: Any) -> Any:
+def _raise_fd_limit() -> None:
+    """Open connections are file descriptors: take the hard limit (idle clients must not starve others)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def guarded_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:
+    """uvicorn's h11 protocol with a deadline for each request's head and body and a connection cap."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        _guard: asyncio.TimerHandle | None = None
+        _guard_kind = ""
+        _opened = 0.0
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._opened = time.monotonic()
+            self._arm("head")
+            if len(self.connections) > max_connections:
+                idle = [c for c in self.connections
+                        if c is not self and getattr(c, "_is_idle", lambda: False)()]
+                victim = min(idle, key=lambda c: c._opened) if idle else self
+                victim.transport.close()
+
+        def _is_idle(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self, kind: str) -> None:
+            if kind == self._guard_kind:
+                return
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+            self._guard_kind = kind
+            if kind:
+                delay = header_timeout if kind == "head" else body_timeout
+                self._guard = self.loop.call_later(delay, self._expire)
+
+        def _expire(self) -> None:
+            self._guard = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            state = self.conn.their_state
+            self._arm("head" if state is h11.IDLE else "body" if state is h11.SEND_BODY else "")
+
+        def on_response_complete(self) -> None:
+            self._arm("")  # between requests uvicorn's keep-alive timeout applies
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._arm("")
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
+def uvicorn_server(app: Any, config: ServerConfig | None = None) -> Any:
     import uvicorn
 
+    c = config or getattr(getattr(app, "state", None), "env_server", None)
+    c = c.config if isinstance(c, EnvServer) else c
+    http = guarded_protocol(c.header_timeout, c.body_timeout, c.max_connections) if c is not None else "h11"
     return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                         timeout_keep_alive=30))
+                                         timeout_keep_alive=30, http=http))
 
 
 @dataclass

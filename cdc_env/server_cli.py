@@ -58,7 +58,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tasks = resolve_tasks(names)
     config = ServerConfig(tasks=tasks, token=token, workers=args.workers or 0, max_episodes=args.max_episodes,
                           idle_timeout=args.idle_timeout, max_body=args.max_body,
-                          hidden=parse_hidden(args.hidden), sim=args.sim)
+                          hidden=parse_hidden(args.hidden), sim=args.sim, header_timeout=args.header_timeout,
+                          body_timeout=args.body_timeout, max_connections=args.max_connections)
     app = create_app(config)
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -108,6 +109,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="seconds without a request before an episode expires (default 600)")
     s.add_argument("--max-body", type=_positive(int, "--max-body"), default=DEFAULT_MAX_BODY,
                    help=f"largest request body in bytes (default {DEFAULT_MAX_BODY})")
+    s.add_argument("--header-timeout", type=_positive(float, "--header-timeout"), default=10.0,
+                   help="seconds a connection has to send a request's head (default 10)")
+    s.add_argument("--body-timeout", type=_positive(float, "--body-timeout"), default=30.0,
+                   help="seconds a connection has to send a request's body (default 30)")
+    s.add_argument("--max-connections", type=_positive(int, "--max-connections"), default=4096,
+                   help="open connections at once; beyond it the oldest idle one is closed (default 4096)")
     s.add_argument("--hidden", default="all", help="default hidden seeds per submission (default all)")
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"])
     s.add_argument("--json", action="store_true", help="print the start-up line as JSON")

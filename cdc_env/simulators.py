@@ -3,8 +3,14 @@
 A backend builds one scratch directory (testbench + harness + primitives + design) and runs one
 seed at a time in it. The verdict of a seed comes only from the testbench: exactly one line
 ``CDCV <nonce> PASS|FAIL checks=<n> hash=<h> t=<ps> msg=<text>`` carrying this run's 64-bit nonce
-(passed to the testbench alone, as a plusarg the design may not read) and a zero exit status.
-Anything else -- no such line, two of them, a crash, a flood, a time-out -- is not a pass.
+and a zero exit status. Anything else -- no such line, two of them, a crash, a flood, a time-out
+-- is not a pass.
+
+The verdict channel holds without the static gate: the nonce goes into a pipe (``CDC_VERDICT_FD``)
+read by trusted code outside the Verilog before any Verilog runs -- Icarus: the VPI module
+runners/icarus/cdc_verdict.c; Verilator: the C++ main -- which prints the line when the
+testbench's emit_verdict calls it, and refuses a call from anywhere but the testbench. The nonce
+is never a plusarg, an environment variable or a file, and tools run without /proc.
 
 Simulator-specific code lives in one class per simulator; Icarus is here, Verilator in
 verilator.py.
@@ -12,21 +18,29 @@ verilator.py.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import secrets
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from . import paths
 from .proc import Limits, ProcResult, run_bounded
-from .seeds import SeedPlan
+from .seeds import SeedPlan, plan_seed
 from .task import Task
 
-BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20)
-SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20)  # a seed needs ~0.1 CPU-s
+# A build may write large compiled outputs (file_bytes) but prints at most out_bytes.
+BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=1 << 30,
+                      pids=64)
+SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20, pids=32)  # ~0.1 CPU-s a seed
+VERDICT_FD_ENV = "CDC_VERDICT_FD"
 _VERDICT = re.compile(
     r"^CDCV (?P<nonce>[0-9a-f]{16}) (?P<v>PASS|FAIL) checks=(?P<checks>\d+) hash=(?P<hash>[0-9a-f]{16})"
     r" t=(?P<t>\d+) msg=(?P<msg>.*)$")
@@ -80,10 +94,102 @@ def stage_sources(task: Task, design: dict[str, str], workdir: Path) -> list[Pat
     return files
 
 
-def scrub(text: str, workdir: Path) -> str:
-    """Strip host paths from tool output (what an agent may see)."""
+def scrub(text: str, workdir: Path, editable: str | None = None) -> str:
+    """Strip host paths from tool output (what an agent may see) and, given the editable file's
+    name, every quoted source line and caret line of a message about any other file."""
     text = text.replace(str(workdir) + "/", "").replace(str(workdir), ".")
-    return text
+    return strip_quoted(text, editable) if editable is not None else text
+
+
+_MSG_FILE = re.compile(r"(?:^|\s)(?P<file>[\w./-]+\.(?:s?v|vh|svh|cpp|h)):\d+")
+_QUOTED = re.compile(r"^\s*(?:\d+\s*)?\|")  # Verilator's "   12 | text" and "      |  ^~~"
+
+
+def strip_quoted(log: str, editable: str) -> str:
+    """Drop the quoted source and caret lines of every message that is not about ``editable``
+    (the testbench, the harness and the primitives must not be shown to the agent)."""
+    keep = ("design/" + editable, editable)
+    out, current_ok = [], True
+    for line in log.splitlines():
+        if _QUOTED.match(line):
+            if current_ok:
+                out.append(line)
+            continue
+        m = _MSG_FILE.search(line)
+        if m:
+            current_ok = m["file"] in keep
+        out.append(line)
+    return "\n".join(out)
+
+
+def build_failure(proc: ProcResult, log: str) -> tuple[str, str] | None:
+    """(status, log) when a build step did not complete for a reason other than the design's
+    text: the sandbox failed (tool_error) or a bound was hit (compile_error, saying which)."""
+    if proc.sandbox_error:
+        return "tool_error", "the sandbox failed: " + proc.sandbox_error
+    if proc.returncode == 127 and "cannot start" in proc.stderr:
+        return "tool_error", log
+    if proc.timed_out or proc.output_exceeded or proc.limit:
+        what = ("time" if proc.timed_out else "output" if proc.output_exceeded
+                else "memory" if proc.limit == "memory" else "process-count")
+        return "compile_error", (log[-2000:] + f"\nbuild exceeded its {what} limit").strip()
+    return None
+
+
+SELF_CONTAINED = ("the design refers to something outside itself (it does not elaborate on its own, "
+                  "with the task's top module as the only top): a design may use only its own ports, "
+                  "signals and the provided primitives")
+
+
+def self_contained(argv: list[str], workdir: Path, task: Task, *, sandbox: bool,
+                   ro_paths: tuple[Path, ...] = (),
+                   env: dict[str, str] | None = None) -> tuple[tuple[str, str] | None, ProcResult]:
+    """Elaborate the design alone (primitives + design files, the task's top as the only top).
+
+    Run after the full build succeeded (so a plain error gets the compiler's own messages). A
+    design that names anything of the testbench (an upward hierarchical reference, a call of its
+    tasks, a defparam or bind into it) does not elaborate alone, whatever the static gate says:
+    ((status, log) of the refusal or None when the design stands on its own, the run).
+    """
+    files = ["cdc_sync.v", *sorted(str(p.relative_to(workdir)) for p in (workdir / "design").rglob("*")
+                                   if p.is_file())]
+    proc = run_bounded([*argv, *files], workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=ro_paths,
+                       env={**os.environ, **(env or {})}, sandbox_env=env, tag="alone")
+    log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)
+    failed = build_failure(proc, log)
+    if failed:
+        return failed, proc
+    if proc.returncode != 0:
+        return ("compile_error", (SELF_CONTAINED + "\n" + log[-3000:]).strip()), proc
+    return None, proc
+
+
+def seed_plusargs(plan: SeedPlan, settle: bool) -> list[str]:
+    """A seed's plusargs, without the nonce (the nonce goes only to the verdict channel)."""
+    return [a for a in plan.plusargs(settle=settle, nonce=0) if not a.startswith("+cdc_nonce=")]
+
+
+@contextmanager
+def verdict_pipe(lines: list[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """A pipe holding ``lines`` for the verdict channel: (read descriptor, environment to pass)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, "".join(ln + "\n" for ln in lines).encode())
+    finally:
+        os.close(w)
+    try:
+        yield r, {VERDICT_FD_ENV: str(r)}
+    finally:
+        os.close(r)
+
+
+def run_with_nonce(argv: list[str], workdir: Path, limits: Limits, secrets_: list[str], *, sandbox: bool,
+                   ro_paths: tuple[Path, ...] = (), tag: str) -> ProcResult:
+    """A simulation: run_bounded with ``secrets_`` on the verdict pipe, the build folder read-only
+    (no seed can alter what later seeds run) and a /tmp of its own."""
+    with verdict_pipe(secrets_) as (fd, env):
+        return run_bounded(argv, workdir, limits, env={**os.environ, **env}, sandbox=sandbox,
+                           ro_paths=ro_paths, sandbox_env=env, tag=tag, pass_fds=(fd,), writable=False)
 
 
 def new_nonce() -> int:
@@ -95,6 +201,9 @@ def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
     tag = f"{nonce:016x}"
     lines = [m for m in (_VERDICT.match(ln) for ln in proc.stdout.splitlines()) if m and m["nonce"] == tag]
     res = SeedResult(seed=seed, status="fail", cpu_s=proc.cpu_s, max_rss_kb=proc.max_rss_kb)
+    if proc.sandbox_error:
+        res.status, res.reason = "tool_error", "the sandbox failed: " + proc.sandbox_error[:200]
+        return res
     if proc.timed_out:
         res.status, res.reason = "timeout", "simulation exceeded its time limit"
         return res
@@ -107,6 +216,9 @@ def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
     if len(lines) != 1:
         if len(lines) > 1:
             res.reason = "more than one verdict line"
+        elif proc.limit:
+            what = "memory" if proc.limit == "memory" else "process-count"
+            res.reason = f"simulation exceeded its {what} limit"
         elif proc.returncode < 0:
             res.reason = f"simulator killed by {proc.signal_name} (resource limit or crash)"
         else:
@@ -139,6 +251,14 @@ class Simulator:
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         raise NotImplementedError
 
+    def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
+        """The command of one seed, run in the build folder (no nonce: that goes by pipe)."""
+        raise NotImplementedError
+
+    def seed_ro_paths(self, build: Build) -> tuple[Path, ...]:
+        """Read-only paths a seed needs besides the build folder."""
+        return ()
+
 
 class Icarus(Simulator):
     """Icarus Verilog 11 (Debian ``iverilog``): compile once with iverilog, run vvp per seed."""
@@ -152,27 +272,238 @@ class Icarus(Simulator):
         return _icarus_version()
 
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
+        try:
+            vpi = vpi_module(sandbox=sandbox)
+        except (OSError, RuntimeError) as exc:
+            return Build("tool_error", f"Icarus verdict module: {exc}", workdir)
         files = stage_sources(task, {n: icarus_always_comb(t) for n, t in design.items()}, workdir)
         # -gstrict-expr-width: expression widths as the standard (and the gate's front end) has them
-        argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-s", task.tb_top, "-o", "sim.vvp",
-                *[str(f.relative_to(workdir)) for f in files]]
-        proc = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, tag="build")
-        log = scrub((proc.stdout + proc.stderr).strip(), workdir)
-        if proc.timed_out or proc.output_exceeded:
-            status = "compile_error"
-            log = (log[-2000:] + "\nbuild exceeded its time or output limit").strip()
-        elif proc.returncode == 127 and "cannot start" in proc.stderr:
-            status = "tool_error"
+        argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-L", str(vpi), "-m", VPI_NAME,
+                "-s", task.tb_top, "-o", "sim.vvp", *[str(f.relative_to(workdir)) for f in files]]
+        proc = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(vpi,), tag="build")
+        log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)
+        failed = build_failure(proc, log)
+        if failed:
+            status, log = failed
         else:
             status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
-        return Build(status, log, workdir, proc.cpu_s, proc.wall_s, proc.max_rss_kb)
+        cpu, wall, rss = proc.cpu_s, proc.wall_s, proc.max_rss_kb
+        if status == "pass":
+            refused, alone = self_contained(["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-t", "null",
+                                             "-s", task.top],
+                                            workdir, task, sandbox=sandbox)
+            cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+            if refused:
+                status, log = refused
+        return Build(status, log, workdir, cpu, wall, rss,
+                     {"vpi": str(vpi), "tb_top": task.tb_top})
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         nonce = new_nonce()
-        argv = ["vvp", "-n", "sim.vvp", *plan.plusargs(settle=settle, nonce=nonce)]
-        proc = run_bounded(argv, build.workdir, limits, sandbox=sandbox, tag=f"seed{plan.seed}")
+        vpi = Path(build.extra["vpi"])
+        proc = run_with_nonce(self.seed_argv(build, plan, settle), build.workdir, limits,
+                              [f"{nonce:016x}", build.extra["tb_top"]], sandbox=sandbox, ro_paths=(vpi,),
+                              tag=f"seed{plan.seed}")
         return parse_verdict(plan.seed, proc, nonce)
+
+    def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
+        return ["vvp", "-n", "sim.vvp", *seed_plusargs(plan, settle)]
+
+    def seed_ro_paths(self, build: Build) -> tuple[Path, ...]:
+        return (Path(build.extra["vpi"]),)
+
+
+VPI_NAME = "cdc_verdict"
+
+
+def vpi_source() -> Path:
+    return paths.data_root() / "runners" / "icarus" / f"{VPI_NAME}.c"
+
+
+def vpi_module(*, sandbox: bool = True) -> Path:
+    """The directory of the cached Icarus verdict module (cdc_verdict.vpi), built on first use
+    with iverilog-vpi's flags; keyed by its source and the Icarus version. Raises OSError/RuntimeError."""
+    if shutil.which("iverilog-vpi") is None:
+        raise RuntimeError("iverilog-vpi is missing (Debian: apt-get install -y iverilog)")
+    # iverilog-vpi's own flags, with gcc named directly (its "cc" is a symlink into /etc).
+    script = (f'gcc $(iverilog-vpi --cflags) -c -o {VPI_NAME}.o {VPI_NAME}.c && '
+              f'gcc $(iverilog-vpi --ldflags) -o {VPI_NAME}.vpi {VPI_NAME}.o $(iverilog-vpi --ldlibs)')
+    return cached_binary("icarus-vpi", vpi_source(), f"{VPI_NAME}.vpi", script, _icarus_version(),
+                         sandbox=sandbox)
+
+
+def cached_binary(kind: str, source: Path, product: str, script: str, salt: str, *,
+                  sandbox: bool = True) -> Path:
+    """The cache directory holding ``product``, built once from ``source`` by ``script`` (in the
+    sandbox) and keyed by the source, the script and ``salt``. Raises OSError/RuntimeError."""
+    from .verilator import cache_root  # noqa: PLC0415 -- verilator imports this module
+
+    src = source.read_bytes()
+    key = hashlib.sha256(src + script.encode() + salt.encode()).hexdigest()[:16]
+    base = cache_root() / kind
+    final = base / key
+    if (final / product).is_file():
+        return final
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=base))
+    try:
+        (work / source.name).write_bytes(src)
+        proc = run_bounded(["/bin/sh", "-c", script], work, BUILD_LIMITS, sandbox=sandbox, tag="tool")
+        if proc.returncode != 0 or not (work / product).is_file():
+            raise RuntimeError(f"building {product} failed: "
+                               + (proc.sandbox_error or proc.stderr or proc.stdout)[-500:])
+        for p in work.iterdir():
+            if p.name != product:
+                p.unlink()
+        try:
+            work.rename(final)
+        except OSError:
+            if not (final / product).is_file():
+                raise
+        return final
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- one sandbox per stage (issue 15)
+
+RUNNER = "cdc_seed_runner"
+# "1": one sandbox per chunk of a stage with the trusted runner; off by default until the gate-off
+# proofs of tests/test_sandbox.py are extended to it (they run per seed today).
+STAGE_ENV = "CDC_ENV_STAGE_SANDBOX"
+_RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n")
+
+
+def stage_runner(*, sandbox: bool = True) -> Path:
+    """The cached trusted seed runner (runners/stage/cdc_seed_runner.c), built with gcc."""
+    src = paths.data_root() / "runners" / "stage" / f"{RUNNER}.c"
+    return cached_binary("seed-runner", src, RUNNER, f"gcc -O2 -o {RUNNER} {RUNNER}.c", "1", sandbox=sandbox)
+
+
+def stage_sandbox_on() -> bool:
+    return os.environ.get(STAGE_ENV, "0") == "1"
+
+
+def run_seeds_staged(sim: Simulator, build: Build, task: Task, seeds: list[int], *, settle: bool,
+                     jobs: int, limits: Limits = SEED_LIMITS, hidden_checks: bool | None = None,
+                     progress=None, stage: str = "seeds") -> list[SeedResult]:
+    """``seeds`` in ``jobs`` sandboxes (contiguous chunks, in parallel), one trusted runner each;
+    a chunk whose runner failed runs seed by seed in a sandbox per seed. Results in seed order;
+    after a time-out a chunk starts no further seed."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    plans = [plan_seed(task, s, hidden_checks=hidden_checks) for s in seeds]
+    k = max(1, min(jobs, len(plans)))
+    size = -(-len(plans) // k)
+    chunks = [plans[i:i + size] for i in range(0, len(plans), size)]
+    done = 0
+
+    def one(idx_chunk: tuple[int, list[SeedPlan]]) -> list[SeedResult]:
+        idx, chunk = idx_chunk
+        res = run_stage_sandboxed(sim, build, chunk, settle=settle, limits=limits, tag=f"stage{idx}")
+        if res is None:
+            res = []
+            for plan in chunk:
+                res.append(sim.run_seed(build, plan, settle=settle, sandbox=True, limits=limits))
+                if res[-1].status == "timeout":
+                    break
+        return res
+
+    out: list[SeedResult] = []
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        for res in pool.map(one, enumerate(chunks)):
+            out += res
+            done += len(res)
+            if progress:
+                progress(stage, done, len(seeds))
+    return out
+
+
+def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, settle: bool,
+                        limits: Limits = SEED_LIMITS, tag: str = "stage") -> list[SeedResult] | None:
+    """Run ``plans`` one after another in ONE sandbox, each seed a fresh process started by the
+    trusted runner with its own limits, nonce and empty /tmp; per-seed CPU from the runner's
+    ``wait4``, the rest of the sandbox's cost (bubblewrap, the runner) spread evenly over the
+    seeds so that the stage total is the cgroup's. Returns None when the runner itself failed
+    (the caller then runs every seed in its own sandbox). After a time-out no further seed runs.
+    """
+    try:
+        runner = stage_runner()
+    except (OSError, RuntimeError):
+        return None
+    nonces = [new_nonce() for _ in plans]
+    lines = [f"limits {limits.cpu_s} {limits.mem_bytes} {limits.file_bytes or limits.out_bytes} "
+             f"{int(limits.wall_s * 1000)} {limits.out_bytes}"]
+    tb_top = build.extra.get("tb_top", "-")
+    for plan, nonce in zip(plans, nonces, strict=True):
+        argv = sim.seed_argv(build, plan, settle)
+        if any("\t" in a or "\n" in a or "\x1f" in a for a in argv):
+            return None
+        lines.append(f"{nonce:016x}\t{tb_top}\t" + "\x1f".join(argv))
+    n = len(plans)
+    stage_limits = Limits(wall_s=min(limits.wall_s * n + 30.0, 3600.0), cpu_s=limits.cpu_s * n + 10,
+                          mem_bytes=limits.mem_bytes, out_bytes=1 << 16, file_bytes=limits.file_bytes,
+                          pids=limits.pids + 4)
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    data = bytearray()
+
+    def feed() -> None:
+        payload = memoryview(("\n".join(lines) + "\n").encode())
+        try:
+            while payload:
+                payload = payload[os.write(job_w, payload):]
+        except OSError:
+            pass
+        finally:
+            os.close(job_w)
+
+    def drain() -> None:
+        with os.fdopen(res_r, "rb") as f:
+            while chunk := f.read1(1 << 16):
+                data.extend(chunk)
+
+    import threading  # noqa: PLC0415
+
+    threads = [threading.Thread(target=feed, daemon=True), threading.Thread(target=drain, daemon=True)]
+    for t in threads:
+        t.start()
+    env = {"CDC_STAGE_FD": str(job_r), "CDC_RESULT_FD": str(res_w)}
+    try:
+        proc = run_bounded([str(runner / RUNNER)], build.workdir, stage_limits, env={**os.environ, **env},
+                           sandbox=True, ro_paths=(runner, *sim.seed_ro_paths(build)), sandbox_env=env,
+                           tag=tag, pass_fds=(job_r, res_w), writable=False)
+    finally:
+        os.close(job_r)
+        os.close(res_w)
+        for t in threads:
+            t.join(timeout=30)
+    if proc.returncode != 0 or proc.sandbox_error or proc.timed_out:
+        return None
+    results: list[SeedResult] = []
+    pos, raw = 0, bytes(data)
+    while pos < len(raw):
+        m = _RECORD.match(raw, pos)
+        if m is None:
+            return None
+        idx, code, cpu_us, rss, tout, flood, lo, le = (int(g) for g in m.groups())
+        body = m.end()
+        out = raw[body:body + lo].decode("utf-8", "replace")
+        err = raw[body + lo:body + lo + le].decode("utf-8", "replace")
+        pos = body + lo + le
+        if idx != len(results):
+            return None
+        seed_proc = ProcResult(code, out, err, cpu_us / 1e6, 0.0, rss, bool(tout), bool(flood),
+                               accounting=proc.accounting)
+        results.append(parse_verdict(plans[idx].seed, seed_proc, nonces[idx]))
+    if len(results) != n and not (results and results[-1].status == "timeout"):
+        return None
+    overhead = max(proc.cpu_s - sum(r.cpu_s for r in results), 0.0) / max(len(results), 1)
+    for r in results:
+        r.cpu_s += overhead
+        r.max_rss_kb = max(r.max_rss_kb, proc.max_rss_kb)  # the stage cgroup's peak covers every seed
+    return results
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,12 @@ Everything Verilator-specific lives here (the C++ main is runners/verilator/cdc_
   Verilator runtime; (3) it links against a static library of the runtime. The runtime library
   and the precompiled header are built once per Verilator version, compiler and flags and cached
   (``runtime()``), so a grade pays only for its own model.
+* **Model cache.** A passing build's ``Vtb`` (and its log) is cached under the patch fingerprint
+  -- every input of the build: Verilator, compiler, flags, runtime, harness, testbench, primitives,
+  task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
+  The cache is bounded (``MODEL_CACHE_BYTES``, least recently used entries go first), lives
+  outside the sandbox's view, and hands each grade a *copy* (a design cannot alter the cached
+  binary through its scratch directory). ``CDC_ENV_MODEL_CACHE=0`` switches it off.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
@@ -47,9 +53,13 @@ from .simulators import (
     Build,
     SeedResult,
     Simulator,
+    build_failure,
     new_nonce,
     parse_verdict,
+    run_with_nonce,
     scrub,
+    seed_plusargs,
+    self_contained,
     stage_sources,
 )
 from .task import Task
@@ -64,15 +74,25 @@ CXX_DEFINES = ("-DVERILATOR=1", "-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TIMING=1",
                "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0", "-DVM_TRACE_SAIF=0", "-DVL_TIME_CONTEXT")
 CXX_STD = "-std=c++20"
 CXX_OPT = "-O1"  # model and precompiled header; -O1 compiles as fast as -Os and runs faster
-RUNTIME_SOURCES = ("verilated", "verilated_timing", "verilated_threads")
+RUNTIME_SOURCES = ("verilated", "verilated_timing", "verilated_threads", "verilated_dpi")
 PCH_HEADER = "cdc_vl_runtime.h"
-PCH_TEXT = '#include "verilated.h"\n#include "verilated_timing.h"\n#include <fstream>\n#include <sstream>\n'
+PCH_TEXT = ('#include "verilated.h"\n#include "verilated_timing.h"\n#include "verilated_dpi.h"\n'
+            '#include <fstream>\n#include <sstream>\n')
 HARNESS = "cdc_batch_main.cpp"
 CACHE_ENV = "CDC_ENV_CACHE"
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
-CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=512 << 20)
-BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20)
+CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
+                    pids=64)
+BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20, pids=32)
+# What a design may not contain on Verilator, whatever the gate says: C++ of its own ($c, `systemc_*)
+# and DPI imports run inside the simulator process that holds the verdict channel's nonce.
+_OWN_CXX = re.compile(r"\$c(?:pure)?\d*(?![\w$])|`systemc_\w+")
+_STRINGS_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+_DPI_DECL = re.compile(r"^\s*extern\s+[^(;]*?\b(\w+)\s*\(", re.M)
+TRUSTED_DPI = frozenset({"cdc_verdict"})
+MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
+MODEL_CACHE_BYTES = 512 << 20
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -185,6 +205,78 @@ def _sh_quote(s: str) -> str:
     return s if re.fullmatch(r"[A-Za-z0-9_./=+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
 
 
+def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = ()) -> str:
+    """The patch fingerprint of a Verilator build: every input that can change the model."""
+    h = hashlib.sha256()
+    parts: list[bytes] = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
+                          *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
+                          *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
+                          harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
+                          paths.primitives_file().read_bytes(),
+                          *(p.read_bytes() for p in paths.tb_includes()),
+                          # the checks a build applies (own_code, self_contained) live in these
+                          Path(__file__).read_bytes(), (Path(__file__).parent / "simulators.py").read_bytes()]
+    for name in sorted(design):
+        parts += [name.encode(), design[name].encode("utf-8")]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _model_cache() -> Path | None:
+    if os.environ.get(MODEL_CACHE_ENV, "1") == "0":
+        return None
+    return cache_root() / "verilator-models"
+
+
+def _cache_get(key: str, workdir: Path) -> str | None:
+    """Copy a cached model into ``workdir``; its build log, or None on a miss."""
+    base = _model_cache()
+    entry = base / key if base else None
+    if entry is None or not (entry / "ok").is_file():
+        return None
+    try:
+        shutil.copy2(entry / "Vtb", workdir / "Vtb")
+        os.utime(entry)  # least recently used goes first
+        return (entry / "log").read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _cache_put(key: str, workdir: Path, log: str) -> None:
+    base = _model_cache()
+    if base is None:
+        return
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="put-", dir=base))
+        shutil.copy2(workdir / "Vtb", tmp / "Vtb")
+        (tmp / "log").write_text(log, encoding="utf-8")
+        (tmp / "ok").write_text("")
+        try:
+            tmp.rename(base / key)
+        except OSError:  # another grade stored the same patch first
+            shutil.rmtree(tmp, ignore_errors=True)
+        _cache_evict(base)
+    except OSError:
+        pass
+
+
+def _cache_evict(base: Path, limit: int | None = None) -> None:
+    limit = MODEL_CACHE_BYTES if limit is None else limit
+    entries = []
+    for e in base.iterdir():
+        if e.is_dir() and not e.name.startswith("put-"):
+            size = sum(f.stat().st_size for f in e.iterdir() if f.is_file())
+            entries.append((e.stat().st_mtime, size, e))
+    total = sum(size for _, size, _ in entries)
+    for _, size, e in sorted(entries):
+        if total <= limit:
+            break
+        shutil.rmtree(e, ignore_errors=True)
+        total -= size
+
+
 class BatchIncomplete(Exception):
     """A batch that did not end cleanly; ``str()`` says why. Its seeds must run one at a time."""
 
@@ -228,25 +320,41 @@ class Verilator(Simulator):
             return Build("tool_error", f"Verilator runtime: {exc}", workdir)
         files = stage_sources(task, design, workdir)
         shutil.copyfile(harness_file(), workdir / HARNESS)
+        key = model_key(task, design, harness_defines)
+        cached = _cache_get(key, workdir)
+        if cached is not None:
+            return Build("pass", cached, workdir, 0.0, 0.0, 0,
+                         {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
+                          "model_cache": "hit", "model_key": key[:16]})
+        env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
                 "-Mdir", "obj", "-I.", *[str(f.relative_to(workdir)) for f in files]]
-        env = {"VERILATOR_ROOT": str(root)}
         v = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
-        extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name}
-        log = scrub((v.stdout + v.stderr).strip(), workdir)
-        if v.returncode == 127 and "cannot start" in v.stderr:
-            return Build("tool_error", log, workdir, cpu, wall, rss, extra)
-        if v.returncode != 0 or v.timed_out or v.output_exceeded or not (workdir / "obj" / "Vtb.h").is_file():
-            if v.timed_out or v.output_exceeded:
-                log = (log[-2000:] + "\nbuild exceeded its time or output limit").strip()
+        extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name, "model_cache": "miss",
+                 "model_key": key[:16]}
+        log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
+        failed = build_failure(v, log)
+        if failed:
+            return Build(failed[0], failed[1], workdir, cpu, wall, rss, extra)
+        if v.returncode != 0 or not (workdir / "obj" / "Vtb.h").is_file():
             return Build("compile_error", log, workdir, cpu, wall, rss, extra)
+        why = own_code(design, workdir / "obj" / "Vtb__Dpi.h")
+        if why:
+            return Build("compile_error", why, workdir, cpu, wall, rss, extra)
+        lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
+                "-Wno-style", "--top-module", task.top, "-I."]
+        refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
+        cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+        if refused:
+            return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
         # One translation unit: the generated files, then the C++ main.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
         (workdir / "obj" / "cdc_all.cpp").write_text(
             "".join(f'#include "{u}"\n' for u in units) + f'#include "../{HARNESS}"\n')
         cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, *[f"-D{d}" for d in harness_defines],
+               f'-DCDC_TB_TOP="{task.tb_top}"',
                *_include_flags(root), "-Iobj", "-include", str(rt.dir / PCH_HEADER),
                "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"]
         link = ["g++", "-o", "Vtb", "obj/cdc_all.o", str(rt.dir / "libverilated.a"), "-pthread"]
@@ -255,17 +363,24 @@ class Verilator(Simulator):
                         ro_paths=(root, rt.dir), tag="cxx")
         cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
         clog = scrub((c.stdout + c.stderr).strip(), workdir)
+        if c.sandbox_error:
+            why = "the sandbox failed: " + c.sandbox_error
+            return Build("tool_error", why, workdir, cpu, wall, rss, extra)
         if c.returncode != 0 or not (workdir / "Vtb").is_file():
             # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
+        _cache_put(key, workdir, log)
         return Build("pass", log, workdir, cpu, wall, rss, extra)
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:
         nonce = new_nonce()
-        argv = ["./Vtb", *plan.plusargs(settle=settle, nonce=nonce)]
-        proc = run_bounded(argv, build.workdir, limits, sandbox=sandbox, tag=f"seed{plan.seed}")
+        proc = run_with_nonce(self.seed_argv(build, plan, settle), build.workdir, limits,
+                              [f"{nonce:016x}"], sandbox=sandbox, tag=f"seed{plan.seed}")
         return parse_verdict(plan.seed, proc, nonce)
+
+    def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
+        return ["./Vtb", *seed_plusargs(plan, settle)]
 
     def run_batch(self, build: Build, plans: list[SeedPlan], *, settle: bool, sandbox: bool = True,
                   tag: str = "batch") -> BatchRun:
@@ -273,14 +388,13 @@ class Verilator(Simulator):
         nonces = [new_nonce() for _ in plans]
         frame_tag = secrets.token_hex(8)
         seed_file = build.workdir / f".{tag}.seeds"
-        seed_file.write_text("".join(" ".join(p.plusargs(settle=settle, nonce=n)) + "\n"
-                                     for p, n in zip(plans, nonces, strict=True)))
+        seed_file.write_text("".join(" ".join(seed_plusargs(p, settle)) + "\n" for p in plans))
         n = len(plans)
         limits = Limits(wall_s=BATCH_MIN_LIMITS.wall_s + 2.0 * n, cpu_s=BATCH_MIN_LIMITS.cpu_s + n,
                         mem_bytes=BATCH_MIN_LIMITS.mem_bytes,
                         out_bytes=BATCH_MIN_LIMITS.out_bytes + n * (64 << 10))
-        proc = run_bounded(["./Vtb", "--cdc-batch", seed_file.name, frame_tag], build.workdir, limits,
-                           sandbox=sandbox, tag=tag)
+        proc = run_with_nonce(["./Vtb", "--cdc-batch", seed_file.name], build.workdir, limits,
+                              [frame_tag, *(f"{n:016x}" for n in nonces)], sandbox=sandbox, tag=tag)
         if proc.timed_out or proc.output_exceeded or proc.returncode != 0:
             why = ("timed out" if proc.timed_out else "output exceeded its limit" if proc.output_exceeded
                    else f"exited with status {proc.returncode} {proc.signal_name}".strip())
@@ -294,6 +408,27 @@ class Verilator(Simulator):
         results = [parse_verdict(plan.seed, ProcResult(0, text, "", share, 0.0, rss, False, False), nonce)
                    for plan, nonce, text in zip(plans, nonces, frames, strict=True)]
         return BatchRun(results, proc.cpu_s, proc.max_rss_kb)
+
+
+def own_code(design: dict[str, str], dpi_header: Path) -> str:
+    """Why a verilated design is refused for running code of its own in the simulator process
+    ('' if it is not): $c or `systemc_* in its text (strings and comments aside), token pasting
+    (which could assemble a $c), or any DPI import or export besides the harness's own."""
+    for name, text in design.items():
+        bare = _STRINGS_COMMENTS.sub(" ", text)
+        m = _OWN_CXX.search(bare)
+        if m or "``" in bare:
+            what = m.group(0) if m else "token pasting (``) in a macro"
+            return (f"{name}: '{what}' is not allowed: on Verilator it could run C++ inside the "
+                    "simulator; use plain Verilog")
+    try:
+        names = set(_DPI_DECL.findall(dpi_header.read_text()))
+    except OSError:
+        names = set()
+    extra = sorted(names - TRUSTED_DPI)
+    if extra:
+        return f"DPI functions are not allowed in a design: {', '.join(extra)}"
+    return ""
 
 
 def split_frames(stdout: str, tag: str, count: int) -> list[str]:

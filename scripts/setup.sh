@@ -10,6 +10,7 @@ missing=()
 command -v iverilog >/dev/null 2>&1 || missing+=(iverilog)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)  # the Icarus verdict VPI module and the seed runner
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v perl >/dev/null 2>&1 || missing+=(perl)
 python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)  # CI's plain-install venv

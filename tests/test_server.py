@@ -332,7 +332,7 @@ def test_the_event_loop_answers_while_a_simulation_runs(server, http):
     assert answered_during >= 1
 
 
-def test_a_dead_worker_is_a_503_with_no_effect_and_the_pool_recovers():
+def test_a_call_whose_worker_died_is_retried_once_and_has_no_effect():
     cfg = ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1)
     with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=300) as c:
         eid = c.post("/v1/episodes", json={"task": "handshake", "hidden": 32}).json()["episode_id"]
@@ -350,10 +350,31 @@ def test_a_dead_worker_is_a_503_with_no_effect_and_the_pool_recovers():
         for pid in pids:  # the test's own worker processes, by id
             os.kill(pid, signal.SIGKILL)
         t.join(timeout=300)
-        err = assert_error(answer[0], 503, "worker_failed")
-        assert "no effect" in err["message"]
-        again = c.post(f"/v1/episodes/{eid}/step", json={"tool": "submit"}).json()
-        assert again["steps_used"] == 1 and again["done"] and again["reward"] == 0  # the defect, graded once
+        out = answer[0].json()
+        assert answer[0].status_code == 200, out
+        assert out["steps_used"] == 1 and out["done"] and out["reward"] == 0  # the defect, graded once
+        assert srv.state._pool is not None and not (set(srv.state._pool._processes or {}) & set(pids))
+
+
+def test_a_call_that_kills_its_worker_twice_is_a_503_with_no_effect():
+    import asyncio
+
+    from cdc_env.server import ApiError, EnvServer
+
+    state = EnvServer(ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1))
+
+    async def go() -> ApiError:
+        await state.startup()
+        try:
+            await state.run_job(os._exit, 3)
+        except ApiError as exc:
+            return exc
+        finally:
+            await state.shutdown()
+        raise AssertionError("the call did not fail")
+
+    err = asyncio.run(go())
+    assert err.status == 503 and err.code == "worker_failed" and "no effect" in err.message
 
 
 # ---------------------------------------------------------------------- the command line
@@ -399,3 +420,80 @@ def test_cdc_env_serve_refuses_bad_setups_in_one_line(args):
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("cdc-env: ") and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------------- issue 14: connection hardening
+
+
+def test_accepted_connections_have_tcp_nodelay():
+    import socket as _socket
+
+    from cdc_env.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == _socket.IPPROTO_TCP
+        assert sock.getsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY) == 1
+    finally:
+        sock.close()
+
+
+def test_half_sent_requests_are_dropped_and_token_holders_still_served():
+    import socket as _socket
+
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1, token="t0k", header_timeout=0.5,
+                       body_timeout=0.5, max_connections=64)
+    with serve_in_thread(cfg) as srv:
+        host, port = srv.url.removeprefix("http://").split(":")
+        half = []
+        for i in range(100):  # more than the cap: the oldest idle ones are closed to make room
+            s = _socket.create_connection((host, int(port)))
+            if i % 2:
+                s.sendall(b"POST /v1/grade HTTP/1.1\r\nHost: x\r\n")  # a head never finished
+            half.append(s)
+        ok = httpx.get(srv.url + "/v1/health", headers={"Authorization": "Bearer t0k"}, timeout=30)
+        assert ok.status_code == 200
+        body = _socket.create_connection((host, int(port)))
+        body.sendall(b"POST /v1/grade HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0k\r\n"
+                     b"Content-Length: 100\r\n\r\n{")  # a body never finished
+        for s in [*half[-10:], body]:  # every one is closed by the server within the timeouts
+            s.settimeout(20)  # a connection the server keeps open fails this with a timeout
+            while s.recv(1 << 16):
+                pass
+        for s in [*half, body]:
+            s.close()
+
+
+def test_deep_arguments_are_a_422_not_a_500():
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1)
+    with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        eid = c.post("/v1/episodes", json={"task": "handshake"}).json()["episode_id"]
+        deep = "[" * 900 + "]" * 900
+        r = c.post(f"/v1/episodes/{eid}/step", content='{"tool": "run_visible", "arguments": ' + deep + "}",
+                   headers={"Content-Type": "application/json"})
+        assert_error(r, 422)
+        r = c.post(f"/v1/episodes/{eid}/step", json={"tool": "run_visible", "arguments": deep})
+        assert_error(r, 422)
+        # a shallow but wrong call is answered by the environment itself, with no worker involved
+        r = c.post(f"/v1/episodes/{eid}/step", json={"tool": "run_visible", "arguments": {"x": [1]}})
+        assert r.status_code == 200 and r.json()["error"] == "bad_arguments"
+        assert srv.state._pool is None
+
+
+def test_an_episode_id_from_before_a_restart_is_410():
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1)
+    with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        old = c.post("/v1/episodes", json={"task": "handshake"}).json()["episode_id"]
+    with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        err = assert_error(c.post(f"/v1/episodes/{old}/step", json={"tool": "contract"}), 410)
+        assert "restart" in err["message"]
+        assert_error(c.post("/v1/episodes/nope/step", json={"tool": "contract"}), 404)
+
+
+def test_grade_dash_reads_at_most_the_limit_plus_one_byte():
+    from cdc_env.submission import MAX_BYTES
+
+    proc = subprocess.run([sys.executable, "-m", "cdc_env.cli", "grade", "handshake", "-", "--json"],
+                          input=b"x" * (MAX_BYTES * 4), capture_output=True, timeout=120)
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "refused" and f"{MAX_BYTES + 1} bytes" in out["reason"]

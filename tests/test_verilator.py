@@ -88,3 +88,61 @@ def test_parity_sample(vl_cache, tid):
     good = compare_design(t, t.reference_text, seeds, settle=False, design="reference")
     assert good.ok and good.icarus_fail == 0, good.as_dict()
 
+
+
+def test_compiler_messages_never_quote_a_non_editable_file():
+    """Verilator quotes source lines under its messages; only the editable file's may be shown."""
+    from cdc_env.grade import grade as _grade
+    from cdc_env.simulators import get_simulator as _get
+    from cdc_env.task import load_task as _load
+
+    task = _load("handshake")
+    bad = task.reference_text.replace("start_i", "start_x").replace(
+        "reg  busy_q;", "reg  busy_q;\n  wire oops = undefined_sig;")
+    from cdc_env import paths as _paths
+
+    tb_text = "".join(p.read_text() for p in [task.path(task.testbench), *_paths.tb_includes()])
+    tb_lines = {ln.strip() for ln in tb_text.splitlines() if len(ln.strip()) > 4}
+    for sim in ("icarus", "verilator"):
+        if not _get(sim).available():
+            continue
+        r = _grade(task, bad, hidden=0, sim=sim, gate=False)
+        assert r["verdict"] == "compile_error"
+        log = r["stages"][2]["detail"]
+        assert "tb_top.v" in log, log  # the message about the testbench is kept ...
+        quoted = [ln for ln in log.splitlines() if "|" in ln and ln.split("|", 1)[1].strip() in tb_lines]
+        assert quoted == [], quoted  # ... but none of its source lines
+        if sim == "verilator":
+            assert "wire oops = undefined_sig;" in log  # the editable file's quote stays
+
+
+def test_strip_quoted_keeps_only_the_editable_files_quotes():
+    from cdc_env.simulators import strip_quoted
+
+    log = ("%Error: tb_top.v:3:1: bad\n    3 | secret tb line\n      | ^~~~\n"
+           "%Error: design/x.v:4:2: also bad\n    4 | my line\n      |  ^\n")
+    out = strip_quoted(log, "x.v")
+    assert "secret tb line" not in out and "my line" in out and out.count("^") == 1
+
+
+@needs_verilator
+def test_the_model_cache_skips_a_rebuild_of_the_same_patch(tmp_path, monkeypatch):
+    models = tmp_path / "cache" / "verilator-models"  # not the real cache (the runtime stays cached)
+    monkeypatch.setattr(verilator, "_model_cache",
+                        lambda: None if os.environ.get(verilator.MODEL_CACHE_ENV) == "0" else models)
+    task = load_task("handshake")
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    sim = verilator.Verilator()
+    first = sim.build(task, design, tmp_path / "a")
+    again = sim.build(task, design, tmp_path / "b")
+    assert first.status == again.status == "pass"
+    assert first.extra["model_cache"] == "miss" and again.extra["model_cache"] == "hit"
+    assert again.cpu_s == 0.0 and again.log == first.log
+    entry = models / verilator.model_key(task, design)
+    assert (entry / "Vtb").stat().st_ino != (tmp_path / "b" / "Vtb").stat().st_ino  # a copy, never a link
+    other = dict(design, **{task.editable: task.reference_text + "\n// another patch\n"})
+    assert sim.build(task, other, tmp_path / "c").extra["model_cache"] == "miss"
+    verilator._cache_evict(entry.parent, limit=0)  # the bound: least recently used go first
+    assert not any(entry.parent.iterdir())
+    monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
+    assert sim.build(task, design, tmp_path / "d").extra["model_cache"] == "miss"

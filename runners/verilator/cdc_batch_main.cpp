@@ -9,16 +9,25 @@
 //   what Icarus's vvp does.
 //
 // Many seeds in one process (the batched mode):
-//     ./Vtb --cdc-batch <file> <tag>
+//     ./Vtb --cdc-batch <file>
 //   <file> holds one seed per line: that seed's plusargs separated by single spaces. For each
 //   line a *fresh* VerilatedContext and a *fresh* model are built from exactly that line's
 //   arguments and destroyed afterwards, so no simulation state can pass from one seed to the
 //   next through the model or the context. Each seed's output is framed by
 //       CDCB <tag> BEGIN <index>
 //       CDCB <tag> END <index> finished=<0|1>
-//   where <tag> is a per-batch nonce given only on this command line (the design cannot read
-//   it: its plusargs are the seed's line alone). The grader splits the output on these frames
-//   and reads each seed's verdict line from its own frame.
+//   where <tag> is a per-batch nonce read from the verdict pipe (below). The grader splits the
+//   output on these frames and reads each seed's verdict line from its own frame.
+//
+// The verdict channel. The grader writes this run's secrets into a pipe whose descriptor number
+// is in CDC_VERDICT_FD: one seed: its 64-bit nonce (16 hex digits); a batch: the frame tag, then
+// one nonce per seed, one per line. main() reads them before any model exists, closes the pipe
+// and marks the process non-dumpable; they are never plusargs, environment variables or files,
+// and the sandbox has no /proc. The testbench's emit_verdict calls the DPI function
+// cdc_verdict(), which prints the tagged verdict line with the current seed's nonce; it accepts a
+// call only from the top-level testbench's scope (a call from the design prints a FAIL line and
+// ends the seed). The grader refuses designs that could run C++ of their own ($c, `systemc_*)
+// or import DPI functions (verilator.py), which would otherwise reach this process's memory.
 //
 // What this file does not do: it does not bound a seed's time or memory (the whole process is
 // bounded by the grader, and any batch that does not complete cleanly is re-run seed by seed);
@@ -26,7 +35,9 @@
 // CDC_LEAK_TEST (a -D flag, tests only) plants a harness bug that leaks state between seeds, to
 // prove that the grader's reverse-order re-run catches such a bug.
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -34,8 +45,71 @@
 #include <string>
 #include <vector>
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include "Vtb.h"
+#include "Vtb__Dpi.h"
+#include "svdpi.h"
 #include "verilated.h"
+
+#ifndef CDC_TB_TOP
+#error "CDC_TB_TOP (the testbench's module name) must be defined"
+#endif
+
+static std::string g_nonce;  // the current seed's nonce; empty: no verdict channel
+
+// Every line of the verdict pipe (CDC_VERDICT_FD), read once; the pipe is closed afterwards.
+static std::vector<std::string> read_verdict_pipe() {
+    std::vector<std::string> lines;
+    const char* e = std::getenv("CDC_VERDICT_FD");
+    if (e == nullptr) return lines;
+    const int fd = std::atoi(e);
+    std::string data;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) data.append(buf, static_cast<size_t>(n));
+    close(fd);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    std::istringstream in(data);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+}
+
+static bool is_nonce(const std::string& s) {
+    if (s.size() != 16) return false;
+    for (const char c : s)
+        if (!std::isxdigit(static_cast<unsigned char>(c)) || std::isupper(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+// Called by the testbench's emit_verdict (runners/tb/cdc_tb.vh) through DPI.
+void cdc_verdict(svBit pass, unsigned int n_checks, unsigned long long hash, unsigned long long t,
+                 const char* msg) {
+    if (!is_nonce(g_nonce)) {
+        std::printf("CDCV-SETUP-ERROR the verdict channel has no nonce\n");
+        std::fflush(stdout);
+        Verilated::threadContextp()->gotFinish(true);
+        return;
+    }
+    const svScope scope = svGetScope();
+    const char* name = scope ? svGetNameFromScope(scope) : nullptr;
+    // The testbench's scope is its module name (CDC_TB_TOP, given by the grader on the compiler's
+    // command line); the design's are "<testbench>.<instance>...", a package's is its own name.
+    const bool from_tb = name != nullptr && std::strcmp(name, CDC_TB_TOP) == 0;
+    if (!from_tb) {
+        std::printf("CDCV %s FAIL checks=0 hash=0000000000000000 t=0 msg=verdict routine called outside the "
+                    "testbench\n", g_nonce.c_str());
+        std::fflush(stdout);
+        Verilated::threadContextp()->gotFinish(true);
+        return;
+    }
+    std::string text = msg ? msg : "";
+    for (char& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+    std::printf("CDCV %s %s checks=%u hash=%016llx t=%llu msg=%s\n", g_nonce.c_str(), pass ? "PASS" : "FAIL",
+                n_checks, hash, t, text.c_str());
+    std::fflush(stdout);
+}
 
 // Simulate one seed in its own context; return whether $finish was reached.
 static bool run_one(const std::vector<std::string>& args) {
@@ -59,13 +133,14 @@ static bool run_one(const std::vector<std::string>& args) {
 }
 
 int main(int argc, char** argv) {
-    if (argc >= 4 && std::strcmp(argv[1], "--cdc-batch") == 0) {
+    const std::vector<std::string> secrets = read_verdict_pipe();
+    if (argc >= 3 && std::strcmp(argv[1], "--cdc-batch") == 0) {
         std::ifstream in(argv[2]);
         if (!in) {
             std::fprintf(stderr, "cdc batch: cannot read %s\n", argv[2]);
             return 2;
         }
-        const std::string tag = argv[3];
+        const std::string tag = secrets.empty() ? std::string() : secrets[0];
         std::string line;
         long index = 0;
         std::vector<std::string> args;
@@ -75,6 +150,7 @@ int main(int argc, char** argv) {
 #endif
             std::istringstream words(line);
             for (std::string w; words >> w;) args.push_back(w);
+            g_nonce = static_cast<size_t>(index) + 1 < secrets.size() ? secrets[static_cast<size_t>(index) + 1] : "";
             std::printf("CDCB %s BEGIN %ld\n", tag.c_str(), index);
             std::fflush(stdout);
             const bool finished = run_one(args);
@@ -85,6 +161,7 @@ int main(int argc, char** argv) {
         }
         return 0;
     }
+    if (!secrets.empty()) g_nonce = secrets[0];
     std::vector<std::string> args(argv + 1, argv + argc);
     run_one(args);
     std::fflush(stdout);

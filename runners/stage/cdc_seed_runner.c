@@ -1,0 +1,225 @@
+/* cdc_seed_runner.c -- the trusted runner of one seed stage inside one sandbox (cdc_env issue 15).
+ *
+ * The grader starts one bubblewrap sandbox per stage (or per chunk of a stage) instead of one per
+ * seed, and this program inside it runs the seeds one after another, each in a fresh process:
+ *
+ *   job (fd $CDC_STAGE_FD, read whole, then closed):
+ *     limits <cpu_s> <as_bytes> <fsize_bytes> <wall_ms> <out_bytes>
+ *     <nonce>\t<tb_top>\t<arg0>\x1f<arg1>\x1f...          one line per seed
+ *   results (fd $CDC_RESULT_FD), one record per seed run, in order:
+ *     R <index> <status> <cpu_us> <maxrss_kb> <timed_out> <flooded> <out_len> <err_len>\n<out><err>
+ *     status: the exit code, or -<signal>.
+ *
+ * Per seed: a fresh process in its own process group with its own RLIMIT_CPU / AS / FSIZE / CORE
+ * and wall-clock deadline; stdout and stderr through pipes capped at out_bytes (a flood kills
+ * it); its nonce on a pipe of its own (CDC_VERDICT_FD, read by the VPI module or the Verilator
+ * main before any Verilog runs). After each seed every process left in the sandbox's PID
+ * namespace is killed (kill(-1)), orphans are reaped (this program is their subreaper) and /tmp
+ * is emptied, so no seed can leave anything for the next. The build folder is read-only. After
+ * a seed times out no further seed is started (as in one-process-per-seed grading).
+ *
+ * This program holds every nonce of the stage; it is non-dumpable and the sandbox has no /proc
+ * and no capabilities, so a seed cannot read them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static char* read_all(int fd, size_t* len) {
+    size_t cap = 1 << 16, n = 0;
+    char* buf = malloc(cap + 1);
+    for (;;) {
+        if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static void write_all(int fd, const char* p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) _exit(3);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static int rm_entry(const char* path, const struct stat* sb, int flag, struct FTW* ftw) {
+    (void)sb; (void)flag;
+    if (ftw->level > 0) remove(path);
+    return 0;
+}
+
+struct buf { char* data; size_t len; };
+
+/* Read what is there; returns 0 at end of file. Keeps at most cap bytes; more sets *flooded. */
+static ssize_t collect(int fd, struct buf* b, size_t cap, int* flooded) {
+    char tmp[65536];
+    ssize_t r = read(fd, tmp, sizeof tmp);
+    if (r < 0) return errno == EINTR ? 1 : -1;
+    size_t room = cap > b->len ? cap - b->len : 0;
+    size_t take = (size_t)r < room ? (size_t)r : room;
+    memcpy(b->data + b->len, tmp, take);
+    b->len += take;
+    if ((size_t)r > room) *flooded = 1;
+    return r;
+}
+
+int main(void) {
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN);
+    const char* sfd = getenv("CDC_STAGE_FD");
+    const char* rfd = getenv("CDC_RESULT_FD");
+    if (!sfd || !rfd) { fprintf(stderr, "cdc_seed_runner: no job\n"); return 2; }
+    int job_fd = atoi(sfd), res_fd = atoi(rfd);
+    size_t job_len;
+    char* job = read_all(job_fd, &job_len);
+    close(job_fd);
+    unsetenv("CDC_STAGE_FD");
+    unsetenv("CDC_RESULT_FD");
+    fcntl(res_fd, F_SETFD, FD_CLOEXEC);
+
+    long cpu_s = 0, wall_ms = 0;
+    unsigned long long as_bytes = 0, fsize = 0, out_cap = 0;
+    char* save = NULL;
+    char* line = strtok_r(job, "\n", &save);
+    if (!line || sscanf(line, "limits %ld %llu %llu %ld %llu", &cpu_s, &as_bytes, &fsize, &wall_ms, &out_cap) != 5) {
+        fprintf(stderr, "cdc_seed_runner: bad job header\n");
+        return 2;
+    }
+    int index = 0;
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        char* nonce = line;
+        char* tab = strchr(nonce, '\t');
+        if (!tab) return 2;
+        *tab = '\0';
+        char* tb_top = tab + 1;
+        tab = strchr(tb_top, '\t');
+        if (!tab) return 2;
+        *tab = '\0';
+        char* args = tab + 1;
+        char* argv[512];
+        int argc = 0;
+        for (char* a = args; a && argc < 511;) {
+            char* sep = strchr(a, '\x1f');
+            if (sep) *sep = '\0';
+            argv[argc++] = a;
+            a = sep ? sep + 1 : NULL;
+        }
+        argv[argc] = NULL;
+
+        int np[2], op[2], ep[2];
+        if (pipe(np) || pipe(op) || pipe(ep)) return 2;
+        char payload[600];
+        int plen = snprintf(payload, sizeof payload, "%s\n%s\n", nonce, tb_top);
+        write_all(np[1], payload, (size_t)plen);
+        close(np[1]);
+        memset(nonce, 0, strlen(nonce));
+
+        pid_t pid = fork();
+        if (pid < 0) return 2;
+        if (pid == 0) {
+            setpgid(0, 0);
+            struct rlimit rl;
+            rl.rlim_cur = (rlim_t)cpu_s; rl.rlim_max = (rlim_t)cpu_s + 1;
+            setrlimit(RLIMIT_CPU, &rl);
+            rl.rlim_cur = rl.rlim_max = (rlim_t)as_bytes;
+            setrlimit(RLIMIT_AS, &rl);
+            rl.rlim_cur = rl.rlim_max = (rlim_t)fsize;
+            setrlimit(RLIMIT_FSIZE, &rl);
+            rl.rlim_cur = rl.rlim_max = 0;
+            setrlimit(RLIMIT_CORE, &rl);
+            dup2(op[1], 1);
+            dup2(ep[1], 2);
+            int devnull = open("/dev/null", O_RDONLY);
+            if (devnull >= 0) dup2(devnull, 0);
+            char fdnum[16];
+            snprintf(fdnum, sizeof fdnum, "%d", np[0]);
+            setenv("CDC_VERDICT_FD", fdnum, 1);
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != np[0]) close(fd);
+            signal(SIGPIPE, SIG_DFL);
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+        close(np[0]);
+        close(op[1]);
+        close(ep[1]);
+        struct buf out = {malloc(out_cap + 1), 0}, err = {malloc(out_cap + 1), 0};
+        int flooded = 0, timed_out = 0, open_out = 1, open_err = 1, exited = 0, status = 0;
+        struct rusage ru;
+        memset(&ru, 0, sizeof ru);
+        long long deadline = now_ms() + wall_ms;
+        while (!exited) {
+            struct pollfd pf[2] = {{open_out ? op[0] : -1, POLLIN, 0}, {open_err ? ep[0] : -1, POLLIN, 0}};
+            long long left = deadline - now_ms();
+            if (left <= 0) { timed_out = 1; break; }
+            int r = poll(pf, 2, (int)(left > 20 ? 20 : left));
+            if (r < 0 && errno != EINTR) break;
+            if (open_out && pf[0].revents && collect(op[0], &out, out_cap, &flooded) == 0) open_out = 0;
+            if (open_err && pf[1].revents && collect(ep[0], &err, out_cap, &flooded) == 0) open_err = 0;
+            if (flooded) break;
+            if (wait4(pid, &status, WNOHANG, &ru) == pid) exited = 1;
+        }
+        if (exited) {  /* drain what the seed wrote; its leftovers must not hold us */
+            fcntl(op[0], F_SETFL, O_NONBLOCK);
+            fcntl(ep[0], F_SETFL, O_NONBLOCK);
+            while (open_out && !flooded) {
+                ssize_t got = collect(op[0], &out, out_cap, &flooded);
+                if (got <= 0) break;
+            }
+            while (open_err && !flooded) {
+                ssize_t got = collect(ep[0], &err, out_cap, &flooded);
+                if (got <= 0) break;
+            }
+        } else {
+            kill(-pid, SIGKILL);
+            while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
+        }
+        close(op[0]);
+        close(ep[0]);
+        kill(-1, SIGKILL);  /* whatever the seed left behind, in this PID namespace */
+        while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        nftw("/tmp", rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        long long cpu_us = (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+                           (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        char head[256];
+        int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu\n", index, code, cpu_us,
+                          ru.ru_maxrss, timed_out, flooded, out.len, err.len);
+        write_all(res_fd, head, (size_t)hl);
+        write_all(res_fd, out.data, out.len);
+        write_all(res_fd, err.data, err.len);
+        free(out.data);
+        free(err.data);
+        index++;
+        if (timed_out) break;
+    }
+    return 0;
+}
