@@ -289,9 +289,9 @@ class Icarus(Simulator):
             status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
         cpu, wall, rss = proc.cpu_s, proc.wall_s, proc.max_rss_kb
         if status == "pass":
-            refused, alone = self_contained(["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-t", "null",
-                                             "-s", task.top],
-                                            workdir, task, sandbox=sandbox)
+            alone_argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-t", "null",
+                          "-s", task.top]
+            refused, alone = self_contained(alone_argv, workdir, task, sandbox=sandbox)
             cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
             if refused:
                 status, log = refused
