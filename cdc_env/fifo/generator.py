@@ -404,8 +404,8 @@ endmodule
 # of the other domain up to LAG_OWN of its own clock cycles plus LAG_OTHER of the other's late
 # (a pointer registered a cycle later, synchronizers with extra stages); FULL_SLOW: full may stay
 # high this many slow-clock cycles (plus the writer's block, if any) while the reader is willing.
-LAG_OWN = 8
-LAG_OTHER = 2
+LAG_OWN = 6
+LAG_OTHER = 1
 FULL_SLOW = 32
 
 

@@ -11,9 +11,9 @@
 //           willing); overflow shows as a lost or wrong word.
 //   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
 //           its last not yet).
-//   level   after each clk_b edge when no word was written in the last 8 clk_b + 2 clk_a
+//   level   after each clk_b edge when no word was written in the last 6 clk_b + 1 clk_a
 //           cycles: the words written minus the words read (as of this or the previous clk_b edge).
-//   wlevel  at each clk_a edge when no word was read in the last 8 clk_a + 2 clk_b cycles:
+//   wlevel  at each clk_a edge when no word was read in the last 6 clk_a + 1 clk_b cycles:
 //           the words written (as of this or the previous clk_a edge) minus the words read.
 //   While the other side is moving, level and wlevel are only required to be known (0/1).
 `timescale 1ps / 1ps
@@ -81,8 +81,8 @@ module fifo_tb;
     if (!seeded) begin
       rng_w = stim_key ^ 32'h5bd1e995;
       slow = 2 * ((half_a > half_b) ? half_a : half_b);
-      lag_r = 16 * half_b + 4 * half_a;
-      lag_w = 16 * half_a + 4 * half_b;
+      lag_r = 12 * half_b + 2 * half_a;
+      lag_w = 12 * half_a + 2 * half_b;
     end
     seeded = 1'b1;
     fold_known({32'd1, 29'd0, push, full, 1'b1} ^ (wlevel << 8));
