@@ -1,13 +1,21 @@
-// cdc_monitor.vh -- what the synchronizer primitives share within one simulation (included
-// inside the module that the macro CDC_SYNC_MONITOR names; every testbench gets it through
-// cdc_tb.vh). cdc_upd_t_a / cdc_upd_t_b hold the time at which any synchronizer input from
-// domain a / b last changed: the source domain's "latest update" of the late-settling model
-// (tasks/common/cdc_sync.v). Written only by the primitives, read only by them.
-
-  reg [63:0] cdc_upd_t_a = 64'd0;
-  reg [63:0] cdc_upd_t_b = 64'd0;
-
-  task cdc_src_update(input src_is_a);
-    if (src_is_a) cdc_upd_t_a = $time;
-    else cdc_upd_t_b = $time;
-  endtask
+// cdc_monitor.vh -- the interface between the synchronizer primitives (tasks/common/cdc_sync.v)
+// and the module that the macro CDC_SYNC_MONITOR names (every task testbench, through
+// cdc_tb.vh; the cocotb wrapper tests/cocotb/prim_top.v). The includer provides three tasks,
+// which the primitives call by hierarchical name:
+//
+//   cdc_src_edges(dst_is_a, pos_t, neg_t)
+//       the times of the latest rising and falling edge, at or before now, of the SOURCE clock of
+//       a synchronizer clocked by task clock a (dst_is_a = 1, source clock b) or b (source a);
+//       ~0 when that clock has had no such edge yet. The testbench computes them from its own
+//       clock parameters, so no design signal and no other synchronizer can move them: which
+//       crossings may settle late is not the design's to choose.
+//   cdc_sync_fail(msg)
+//       a synchronizer saw what its contract excludes (X or Z on d_i, a hierarchical name too
+//       long to key); the testbench fails the run once both resets are released.
+//   cdc_bus_note(n, who)
+//       n > 1 bits of one cdc_sync_bus input (instance name `who`, its last 80 characters)
+//       changed in one time step, i.e. on one source clock edge: the one-bit-per-source-edge
+//       rule. The testbench fails the run on hidden seeds (+cdc_gray_check=1).
+//
+// This file declares what the includer shares with the primitives (nothing at present beyond
+// the tasks above); it is kept so that every includer names the same interface.

@@ -9,7 +9,8 @@
 //   * the verdict line: "CDCV <nonce> PASS|FAIL checks=<n> hash=<h> t=<ps> msg=<text>", printed
 //     once, then $finish. The grader accepts exactly one line carrying its nonce.
 // Every testbench defines CDC_SYNC_MONITOR as its own module name before including this file
-// (the primitives' shared state, cdc_monitor.vh, lives there).
+// (the tasks the primitives call, declared by cdc_monitor.vh: cdc_src_edges, cdc_sync_fail and
+// cdc_bus_note, below).
 // The including testbench provides `task final_check;` (end-of-run conditions) and calls
 // fold(), note_check() and tb_fail(msg).
 // Plusargs read here: cdc_nonce (hex), half_a, half_b, ofs_a, ofs_b, t_end, stim_key,
@@ -81,6 +82,46 @@
           tb_fail(msg_gray);
         end
       end
+    end
+  endtask
+
+  // ---- Late-settling model: what the primitives read and call (cdc_monitor.vh) ----
+  // The latest rising and falling edge, at or before now, of the source clock of a synchronizer
+  // clocked by clock a (dst_is_a) or b. Computed from the clock parameters (the clocks below
+  // rise at ofs + 2k*half and fall at ofs + (2k+1)*half), so it costs nothing per clock edge and
+  // nothing a design does can move it. Both polarities: a source register clocked on the falling
+  // edge is timed like one clocked on the rising edge.
+  task cdc_src_edges(input dst_is_a, output [63:0] pos_t, output [63:0] neg_t);
+    reg [63:0] ofs, half, k;
+    begin
+      ofs = dst_is_a ? ofs_b : ofs_a;
+      half = dst_is_a ? half_b : half_a;
+      pos_t = 64'hffffffffffffffff;
+      neg_t = 64'hffffffffffffffff;
+      if ($time >= ofs) begin
+        k = ($time - ofs) / half;  // edges so far, minus one
+        if (k[0]) begin neg_t = ofs + k * half; pos_t = neg_t - half; end
+        else begin pos_t = ofs + k * half; if (k != 64'd0) neg_t = pos_t - half; end
+      end
+    end
+  endtask
+
+  // A synchronizer saw what the contract excludes (X or Z on its input, see CONTRACT.md). Before
+  // both resets are released anything goes; after, the seed fails.
+  task cdc_sync_fail(input [8*160-1:0] why);
+    if (rst_an && rst_bn && !run_over) tb_fail(why);
+  endtask
+
+  // One-bit-per-source-edge rule for every cdc_sync_bus wider than one bit, in every testbench:
+  // an instance reports n > 1 when that many bits of its d_i changed in one time step (one source
+  // clock edge). With +cdc_gray_check=1 (hidden seeds), once both resets are released, the seed
+  // fails. The FIFO family's check below also sums over instances.
+  reg [8*160-1:0] msg_bus;
+  task cdc_bus_note(input integer n, input [8*80-1:0] who);
+    if (gray_check_on && rst_an && rst_bn && !run_over) begin
+      $sformat(msg_bus, "gray check: %0d bits of %0s.d_i changed on one source clock edge at t=%0d",
+               n, who, $time);
+      tb_fail(msg_bus);
     end
   endtask
 

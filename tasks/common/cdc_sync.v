@@ -11,40 +11,68 @@
 // where late settling lives:
 //   * Each bit is sampled by a first flop on every destination edge and passed to a second flop;
 //     q_o is the second flop, so a stable input is seen after 2 destination edges.
-//   * A bit whose input differs from what the first flop holds, and which changed in the source
-//     domain's latest update, may "settle late": the first flop keeps its old value for one more
-//     destination edge. The choice is made per bit, per edge, by a PRNG keyed by the run's settle
-//     key and this instance's hierarchical name, so every simulator makes the same choices for
-//     the same seed.
-//   * "The source domain's latest update" is shared by every instance: each one records, in the
-//     testbench's monitor (runners/tb/cdc_monitor.vh, named by the macro CDC_SYNC_MONITOR), the
-//     time at which any synchronizer input from its source domain last changed, so a Gray pointer
-//     split over one cdc_sync_bit per bit behaves exactly like the same pointer through one
-//     cdc_sync_bus: a bit that changed on an earlier source edge has settled. An instance knows
-//     its own domain from the time of its clock edges (task clock a edges fall at 1 (mod 4) ps,
-//     clock b edges at 3). Without a monitor (unit tests of a primitive alone) the latest update
-//     is this instance's own: all changes of d_i within one simulation time step.
+//   * Eligibility. On a destination edge at time t, a bit is eligible to settle late when
+//       - its input differs from what the first flop holds,
+//       - it did not settle late on the previous edge, and
+//       - its input last changed exactly at the latest edge of the SOURCE clock at or before t:
+//         the latest rising edge or the latest falling edge (a register clocked on either edge
+//         changes at one of them). A change made one source edge earlier has had a whole
+//         source period to settle and is never late.
+//     The source clock is the task clock that does not drive clk_i. The instance learns which
+//     task clock drives it from the time of its own edges (clock a edges fall at 1 (mod 4) ps,
+//     clock b edges at 3) and asks the testbench for the source clock's latest edge times
+//     (cdc_src_edges in runners/tb/cdc_monitor.vh, the module named by the macro
+//     CDC_SYNC_MONITOR), which the testbench computes from its own clock parameters. Nothing
+//     else enters: no other instance's activity and no design signal, so a design cannot choose
+//     which of its crossings may settle late. A Gray pointer split over one cdc_sync_bit per
+//     bit therefore behaves exactly like the same pointer through one cdc_sync_bus.
+//     Without a monitor (unit tests of a primitive alone) the window is this instance's own
+//     latest change: every bit of d_i that changed in the time step of its latest change.
+//   * A change is any transition of a bit, X and Z included (0->X, X->1, 1->Z, ...: case
+//     inequality), for eligibility and for the Gray check hooks below.
+//   * An eligible bit settles late or not by a PRNG: the first flop keeps its old value for one
+//     more destination edge. The choice is made per bit, per edge, from the run's settle key, this
+//     instance's key and the edge count. The instance key is a 64-bit keyed hash (SplitMix64's
+//     finaliser per character, seeded by the settle key) of the WHOLE hierarchical name %m,
+//     without Verilator's leading "TOP.", so every simulator makes the same choices for the same
+//     seed; two instances share a stream only if their names are equal, and which distinct names
+//     would collide changes with every seed. Names of 4096 characters or more are refused
+//     (cdc_sync_fail at the first edge after reset), since %m is read into a 4096-character
+//     buffer. Edges with no eligible bit compute no hash at all.
 //   * A bit that settled late on one edge always resolves on the next: latency is 2 or 3
 //     destination cycles, never 1 or 4.
 //   * Hence a Gray-coded bus is seen at its current value or one step behind, while a binary
 //     count whose update flips several bits can be sampled as any mix of old and new bits.
+//   * X and Z are outside the contract. With a monitor, an X or Z on d_i (at any change of d_i
+//     and on every destination edge out of reset) calls cdc_sync_fail, and the testbench fails
+//     the seed once both resets are released. Without a monitor the primitive cannot fail a run:
+//     it prints one warning line and models the bit as a change (never as a value).
+//   * Instances are independent: each draws its own late choices, also when two of them are fed
+//     from the same source signal (the static gate refuses such redundant synchronizers, rule
+//     CDC-REDUNDANT, so that ORing copies cannot beat the loss a short pulse may suffer).
 //
-// What this model does NOT do: no X values, no oscillation, no settling longer than one extra
-// cycle, no failure rates that depend on time. It does not check that its input is registered
-// in the source domain or Gray coded -- the static gate and the testbench do that.
+// What this model does NOT do: produce X values, oscillate, settle later than one extra
+// cycle, or vary failure rates with time. It does not check that its input is registered in the
+// source domain -- the static gate does that.
 //
 // Run-time switches (plusargs read here only; task designs may not read plusargs):
 //   +cdc_settle=0|1        late settling off (demo: fixed 2-cycle latency) or on (default 1)
 //   +cdc_settle_key=<u32>  the seed's settling key
 //
-// Gray check hook (used by the FIFO family's testbenches; absent unless the testbench defines
-// the macro CDC_GRAY_MONITOR before this file is compiled): every change of d_i reports the
-// number of bits that changed for the first time in the current time step to
-// `CDC_GRAY_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). No two clock edges coincide, so the
-// sum over all instances in one time step is what one source clock edge changed across every
-// crossing; the testbench fails the seed when it exceeds one. Instances report themselves, so
-// the check follows the primitives whatever the signals are called. The hook reads d_i only and
-// never touches the synchronizer state: q_o is the same with and without it.
+// One-bit-per-source-edge rule (every testbench, through the monitor): a cdc_sync_bus wider than
+// one bit whose d_i changes in more than one bit in one time step calls
+// `CDC_SYNC_MONITOR.cdc_bus_note(n, name); the testbench fails the seed on hidden seeds
+// (+cdc_gray_check=1). No two clock edges of different clocks coincide, so one time step is one
+// source clock edge.
+//
+// Gray check hook across instances (used by the FIFO family's testbenches; absent unless the
+// testbench defines the macro CDC_GRAY_MONITOR before this file is compiled): every change of
+// d_i reports the number of bits that changed for the first time in the current time step to
+// `CDC_GRAY_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). The sum over all instances in one
+// time step is what one source clock edge changed across every crossing; the testbench fails
+// the seed when it exceeds one. Instances report themselves, so the check follows the
+// primitives whatever the signals are called. The hooks read d_i only and never touch the
+// synchronizer state: q_o is the same with and without them.
 //
 // No $random/$urandom: their streams differ between simulators.
 `timescale 1ps / 1ps
@@ -57,29 +85,38 @@ module cdc_sync_bus #(
   input  wire [WIDTH-1:0] d_i,
   output wire [WIDTH-1:0] q_o
 );
+  localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
   reg [WIDTH-1:0] s1_q, s2_q;       // first and second synchronizer flops
   reg [WIDTH-1:0] deferred_q;       // bits that settled late on the previous edge
   reg [WIDTH-1:0] last_d;           // d_i as of its latest change
-  reg [WIDTH-1:0] upd_mask;         // bits changed in the latest source update
-  reg [63:0]      upd_time;         // simulation time of the latest source update
-  reg [31:0]      inst_key;         // FNV-1a of this instance's hierarchical name
+  reg [WIDTH-1:0] upd_mask;         // bits changed in the time step upd_time
+  reg [63:0]      upd_time;         // simulation time of this instance's latest input change
+  reg [63:0]      chg_t [0:WIDTH-1];  // simulation time of each bit's latest change
+  reg [31:0]      inst_key;         // keyed hash of this instance's whole hierarchical name
+  reg [63:0]      name_h;
   reg [31:0]      settle_key;
   reg [31:0]      edge_n;           // destination edges since reset release
   reg             settle_on;
+  reg             name_bad;         // the name did not fit in NAME_MAX characters
+  reg [WIDTH-1:0] cand;             // bits that differ from the first flop and may settle late
   reg [WIDTH-1:0] late;
-  reg [31:0]      edge_h, bit_h;
-  reg [8*256-1:0] name;
-  integer         i, j, c, skip;
-  reg [63:0]      chg_t [0:WIDTH-1];  // simulation time of each bit's latest change
-  reg [WIDTH-1:0] recent;           // bits that changed in the source domain's latest update
-  reg             any_chg;
+  reg [31:0]      base_h, edge_h, bit_h;
+  reg             edge_h_ok;
+  reg [63:0]      src_tp, src_tn;   // latest posedge / negedge of the source clock
+  reg [8*NAME_MAX-1:0] name;        // %m, filled only for names of 256 characters or more
+  reg [8*256-1:0] name_s;           // %m
+  reg             name_long;
+  reg [8*80-1:0]  who;              // the name's last 80 characters, for messages
+  reg [8*160-1:0] msg;
+  integer         i, j, c, skip, nlen, bus_n;
 `ifdef CDC_SYNC_MONITOR
   reg             dom_known;        // this instance's (destination) domain is known
-  reg             dst_is_a;         // clocked by task clock a (so its source is domain b)
-  reg [63:0]      src_t;
+  reg             dst_is_a;         // clocked by task clock a (so its source is clock b)
+`else
+  reg             x_warned;
 `endif
 `ifdef CDC_GRAY_MONITOR
-  integer         gray_n, gray_i;   // Gray check hook: bits newly changed in this time step
+  integer         gray_n;           // Gray check hook: bits newly changed in this time step
 `endif
 
   function [31:0] mix32(input [31:0] x);
@@ -93,27 +130,60 @@ module cdc_sync_bus #(
     end
   endfunction
 
+  function [63:0] mix64(input [63:0] x);  // SplitMix64's finaliser (a bijection)
+    reg [63:0] y;
+    begin
+      y = (x ^ (x >> 30)) * 64'hbf58476d1ce4e5b9;
+      y = (y ^ (y >> 27)) * 64'h94d049bb133111eb;
+      mix64 = y ^ (y >> 31);
+    end
+  endfunction
+
+  // Character i of the hierarchical name (0 is the last), from whichever buffer holds it.
+  function [7:0] name_chr(input integer k);
+    name_chr = name_long ? name[8*k +: 8] : name_s[8*k +: 8];
+  endfunction
+
   initial begin
     settle_on = 1'b1;
     settle_key = 32'd0;
     if ($value$plusargs("cdc_settle=%d", c)) settle_on = (c != 0);
     if (!$value$plusargs("cdc_settle_key=%d", settle_key)) settle_key = 32'd0;
-    // Key the instance by its hierarchical name, without a leading "TOP." (Verilator adds one).
-    $sformat(name, "%m");
-    inst_key = 32'h811c9dc5;
+    // Key the instance by its whole hierarchical name, without a leading "TOP." (Verilator adds
+    // one), hashed with a 64-bit keyed hash seeded by the run's settle key: distinct names give
+    // distinct streams, and which names would collide differs from seed to seed.
+    // Short names (the usual case) are read from a 256-character buffer: Icarus copies the whole
+    // vector on every variable part-select, so the long one is filled only when needed.
+    $sformat(name_s, "%m");
+    name_long = (name_s[8*256-1 -: 8] != 8'd0);
+    name = {8*NAME_MAX{1'b0}};
+    if (name_long) $sformat(name, "%m");
+    name_bad = (name[8*NAME_MAX-1 -: 8] != 8'd0);  // %m filled the buffer: possibly truncated
+    who = name_long ? name[8*80-1:0] : name_s[8*80-1:0];
+    name_h = mix64({32'h9e3779b9, settle_key});
+    nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = 255; i >= 0; i = i - 1) begin
-      c = name[8*i +: 8];
-      if (c != 0) begin
-        if (skip < 0) skip = (i >= 3 && name[8*i+7 -: 32] == "TOP.") ? 4 : 0;
+    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+      c = name_chr(i);
+      if (c != 0 || skip >= 0) begin
+        if (skip < 0)
+          skip = (i >= 3 && {name_chr(i), name_chr(i-1), name_chr(i-2), name_chr(i-3)} == "TOP.") ? 4 : 0;
         if (skip > 0) skip = skip - 1;
-        else inst_key = (inst_key ^ c) * 32'h01000193;
+        else begin
+          name_h = mix64(name_h ^ c);
+          nlen = nlen + 1;
+        end
       end
     end
-    for (j = 0; j < WIDTH; j = j + 1) chg_t[j] = 64'd0;
+    name_h = mix64(name_h ^ nlen);
+    inst_key = name_h[63:32] ^ name_h[31:0];
+    base_h = mix32(settle_key ^ inst_key);
+    for (j = 0; j < WIDTH; j = j + 1) chg_t[j] = 64'hffffffffffffffff;
 `ifdef CDC_SYNC_MONITOR
     dom_known = 1'b0;
     dst_is_a = 1'b0;
+`else
+    x_warned = 1'b0;
 `endif
     edge_n = 32'd0;
     upd_time = 64'd0;
@@ -121,38 +191,43 @@ module cdc_sync_bus #(
     last_d = {WIDTH{1'b0}};
   end
 
-  // Track which bits changed in the latest source update. Changes within one time step
-  // accumulate (a bus assembled from several registers updates in several delta cycles).
+  // Record when each bit last changed. Any transition counts, X and Z included (0->X, X->1, Z->0
+  // ...: case inequality). Changes within one time step accumulate in upd_mask (a bus assembled
+  // from several registers updates in several delta cycles).
   always @(d_i) begin
-    if ($time != upd_time) upd_mask = {WIDTH{1'b0}};
+    if ($time != upd_time) begin
+      upd_mask = {WIDTH{1'b0}};
+      upd_time = $time;
+    end
+`ifdef CDC_GRAY_MONITOR
+    gray_n = 0;
+`endif
+    for (j = 0; j < WIDTH; j = j + 1)
+      if (d_i[j] !== last_d[j]) begin
+        chg_t[j] = $time;
+`ifdef CDC_GRAY_MONITOR
+        if (!upd_mask[j]) gray_n = gray_n + 1;
+`endif
+        upd_mask[j] = 1'b1;
+      end
+    last_d = d_i;
 `ifdef CDC_GRAY_MONITOR
     // Gray check hook (see the header): report the bits newly changed in this time step.
-    gray_n = 0;
-    for (gray_i = 0; gray_i < WIDTH; gray_i = gray_i + 1)
-      if (((d_i[gray_i] ^ last_d[gray_i]) & ~upd_mask[gray_i]) === 1'b1) gray_n = gray_n + 1;
     `CDC_GRAY_MONITOR.cdc_sync_note(gray_n);
 `endif
-    upd_mask = upd_mask | (d_i ^ last_d);
-    any_chg = 1'b0;
-    for (j = 0; j < WIDTH; j = j + 1)
-      if ((d_i[j] ^ last_d[j]) === 1'b1) begin
-        chg_t[j] = $time;
-        any_chg = 1'b1;
-      end
 `ifdef CDC_SYNC_MONITOR
-    if (any_chg && dom_known) `CDC_SYNC_MONITOR.cdc_src_update(!dst_is_a);
+    // One-bit-per-source-edge rule for this bus (see the header).
+    if (WIDTH > 1) begin
+      bus_n = 0;
+      for (j = 0; j < WIDTH; j = j + 1) bus_n = bus_n + upd_mask[j];
+      if (bus_n > 1) `CDC_SYNC_MONITOR.cdc_bus_note(bus_n, who);
+    end
+    if ((^d_i) === 1'bx) begin
+      $sformat(msg, "X or Z on synchronizer input %0s.d_i at t=%0d", who, $time);
+      `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+    end
 `endif
-    last_d = d_i;
-    upd_time = $time;
   end
-
-`ifdef CDC_SYNC_MONITOR
-  // Which task clock drives this instance: its edges fall at 1 (mod 4) ps for clock a, 3 for b.
-  always @(posedge clk_i) if (!dom_known) begin
-    dst_is_a = ($time % 4 == 1);
-    dom_known = 1'b1;
-  end
-`endif
 
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -162,16 +237,47 @@ module cdc_sync_bus #(
       edge_n     = 32'd0;
     end else begin
       edge_n = edge_n + 32'd1;
-      edge_h = mix32(mix32(settle_key ^ inst_key) ^ edge_n);
+      late = {WIDTH{1'b0}};
 `ifdef CDC_SYNC_MONITOR
-      src_t = dst_is_a ? `CDC_SYNC_MONITOR.cdc_upd_t_b : `CDC_SYNC_MONITOR.cdc_upd_t_a;
-      for (i = 0; i < WIDTH; i = i + 1) recent[i] = dom_known ? (chg_t[i] == src_t) : upd_mask[i];
+      // Which task clock drives this instance: its edges fall at 1 (mod 4) ps for clock a, 3 for b.
+      if (!dom_known) begin
+        dst_is_a = ($time % 4 == 1);
+        dom_known = 1'b1;
+      end
+      if ((^d_i) === 1'bx) begin
+        $sformat(msg, "X or Z on synchronizer input %0s.d_i at t=%0d", who, $time);
+        `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+      end
+      if (name_bad) begin
+        $sformat(msg, "a synchronizer's hierarchical name is %0d characters or longer (refused)", NAME_MAX);
+        `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+      end
 `else
-      recent = upd_mask;
+      if ((^d_i) === 1'bx && !x_warned) begin
+        x_warned = 1'b1;
+        $display("cdc_sync_bus %m: X or Z on d_i at t=%0d (no monitor: cannot fail the run)", $time);
+      end
 `endif
-      for (i = 0; i < WIDTH; i = i + 1) begin
-        bit_h = mix32(edge_h + i * 32'h9e3779b9);
-        late[i] = settle_on & ~deferred_q[i] & recent[i] & (d_i[i] ^ s1_q[i]) & bit_h[0];
+      // Candidates: bits whose input differs from the first flop and that did not settle late on
+      // the previous edge. Most edges have none, and then nothing below is computed.
+      cand = settle_on ? ((d_i ^ s1_q) & ~deferred_q) : {WIDTH{1'b0}};
+      if (|cand) begin
+`ifdef CDC_SYNC_MONITOR
+        `CDC_SYNC_MONITOR.cdc_src_edges(dst_is_a, src_tp, src_tn);
+`else
+        src_tp = upd_time;
+        src_tn = upd_time;
+`endif
+        edge_h_ok = 1'b0;
+        for (i = 0; i < WIDTH; i = i + 1)
+          if (cand[i] && (chg_t[i] == src_tp || chg_t[i] == src_tn)) begin
+            if (!edge_h_ok) begin
+              edge_h = mix32(base_h ^ edge_n);
+              edge_h_ok = 1'b1;
+            end
+            bit_h = mix32(edge_h + i * 32'h9e3779b9);
+            late[i] = bit_h[0];
+          end
       end
       s1_q       <= (d_i & ~late) | (s1_q & late);
       s2_q       <= s1_q;

@@ -14,6 +14,33 @@ module prim_top (
   output wire       pulse_q
 );
 `include "cdc_monitor.vh"
+  // dst_clk edges fall at 1 (mod 4) ps, so the primitives take it for task clock a and ask for
+  // the edges of clock b: those of src_clk, recorded as they happen.
+  reg [63:0] src_pos_t = 64'hffffffffffffffff, src_neg_t = 64'hffffffffffffffff;
+  always @(posedge src_clk) src_pos_t = $time;
+  always @(negedge src_clk) src_neg_t = $time;
+  task cdc_src_edges(input dst_is_a, output [63:0] pos_t, output [63:0] neg_t);
+    begin
+      pos_t = src_pos_t;
+      neg_t = src_neg_t;
+    end
+  endtask
+  // What the primitives report, counted for the tests to read (a testbench fails the run instead).
+  integer sync_fails = 0;   // cdc_sync_fail calls while out of reset
+  integer bus_notes = 0;    // cdc_bus_note calls (n > 1 bits of one bus changed in one time step)
+  integer bus_note_max = 0;
+  task cdc_sync_fail(input [8*160-1:0] why);
+    if (rst_n) begin
+      sync_fails = sync_fails + 1;
+      $display("prim_top: %0s", why);
+    end
+  endtask
+  task cdc_bus_note(input integer n, input [8*80-1:0] who);
+    begin
+      bus_notes = bus_notes + 1;
+      if (n > bus_note_max) bus_note_max = n;
+    end
+  endtask
   cdc_sync_bus #(.WIDTH(8)) u_bus (.clk_i(dst_clk), .rst_ni(rst_n), .d_i(d), .q_o(q));
   // The same bus through one cdc_sync_bit per bit (a Gray pointer crossed the textbook way).
   genvar k;
