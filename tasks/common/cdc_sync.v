@@ -358,10 +358,12 @@ endmodule
 //   * Entries never written read X on four-state simulators (Icarus) and 0 on two-state ones.
 //   * Two writes to one entry within one read cycle: a late bit reads the value it had before
 //     the latest write.
-// The instance key is a 64-bit FNV-1a of this instance's whole hierarchical name (without a
-// leading "TOP.", which Verilator adds); a name longer than the buffer stops the simulation
-// with a message (no verdict: the seed fails). No $random/$urandom: their streams differ
-// between simulators.
+// The instance key is cdc_sync_bus's: a 64-bit keyed hash (SplitMix64's finaliser per
+// character, seeded by the settle key) of the WHOLE hierarchical name %m, without Verilator's
+// leading "TOP."; names of 4096 characters or more are refused, as there. With a monitor (every
+// task testbench), X or Z on we_i, or on waddr_i while we_i is high, at a write-clock edge fails
+// the seed once both resets are released (cdc_sync_fail), as X on a synchronizer input does.
+// No $random/$urandom: their streams differ between simulators.
 //
 // Run-time switches (plusargs, as for the synchronizers): +cdc_settle=0|1, +cdc_settle_key=<u32>.
 module cdc_ram #(
@@ -377,21 +379,26 @@ module cdc_ram #(
   output wire [WIDTH-1:0] rdata_o   // combinational read of entry raddr_i (read domain);
 );                                  // an entry written < 1 read cycle ago may read old bits
   localparam integer DEPTH = 1 << AW;
-  localparam integer NAME_CHARS = 1024;
+  localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
   localparam integer CHUNKS = (WIDTH + 31) / 32;
 
   reg [WIDTH-1:0] mem   [0:DEPTH-1];  // the written values
   reg [WIDTH-1:0] flip  [0:DEPTH-1];  // bits of the latest write that arrive late (old ^ new)
   reg [63:0]      wr_t  [0:DEPTH-1];  // time of each entry's latest write
   reg [63:0]      rd_t;               // time of the latest rising edge of rclk_i
-  reg [63:0]      inst_key;           // FNV-1a (64-bit) of this instance's hierarchical name
-  reg [31:0]      settle_key;
-  reg [31:0]      wr_n;               // writes so far
+  reg [31:0]      inst_key;           // keyed hash of this instance's whole hierarchical name
+  reg [63:0]      name_h;
+  reg [31:0]      settle_key, base_h;
+  reg [31:0]      wr_n;               // writes so far (with late settling on)
   reg             settle_on;
+  reg             name_bad, name_long;
   reg [WIDTH-1:0] late;
   reg [31:0]      wr_h, chunk_h;
-  reg [8*NAME_CHARS-1:0] name;
-  integer         i, c, skip;
+  reg [8*NAME_MAX-1:0] name;          // %m, filled only for names of 256 characters or more
+  reg [8*256-1:0] name_s;             // %m
+  reg [8*80-1:0]  who;                // the name's last 80 characters, for messages
+  reg [8*160-1:0] msg;
+  integer         i, c, skip, nlen;
 
   function [31:0] mix32(input [31:0] x);
     reg [31:0] y;
@@ -404,26 +411,49 @@ module cdc_ram #(
     end
   endfunction
 
+  function [63:0] mix64(input [63:0] x);  // SplitMix64's finaliser (a bijection)
+    reg [63:0] y;
+    begin
+      y = (x ^ (x >> 30)) * 64'hbf58476d1ce4e5b9;
+      y = (y ^ (y >> 27)) * 64'h94d049bb133111eb;
+      mix64 = y ^ (y >> 31);
+    end
+  endfunction
+
+  function [7:0] name_chr(input integer k);  // character k of %m (0 is the last)
+    name_chr = name_long ? name[8*k +: 8] : name_s[8*k +: 8];
+  endfunction
+
   initial begin
     settle_on = 1'b1;
     settle_key = 32'd0;
     if ($value$plusargs("cdc_settle=%d", c)) settle_on = (c != 0);
     if (!$value$plusargs("cdc_settle_key=%d", settle_key)) settle_key = 32'd0;
-    $sformat(name, "%m");
-    if (name[8*NAME_CHARS-1 -: 8] != 8'd0) begin
-      $display("cdc_ram: hierarchical name longer than %0d characters", NAME_CHARS - 1);
-      $finish;
-    end
-    inst_key = 64'hcbf29ce484222325;
+    // The instance key, exactly as cdc_sync_bus computes it (see there).
+    $sformat(name_s, "%m");
+    name_long = (name_s[8*256-1 -: 8] != 8'd0);
+    name = {8*NAME_MAX{1'b0}};
+    if (name_long) $sformat(name, "%m");
+    name_bad = (name[8*NAME_MAX-1 -: 8] != 8'd0);
+    who = name_long ? name[8*80-1:0] : name_s[8*80-1:0];
+    name_h = mix64({32'h9e3779b9, settle_key});
+    nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = NAME_CHARS - 1; i >= 0; i = i - 1) begin
-      c = name[8*i +: 8];
-      if (c != 0) begin
-        if (skip < 0) skip = (i >= 3 && name[8*i+7 -: 32] == "TOP.") ? 4 : 0;
+    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+      c = name_chr(i);
+      if (c != 0 || skip >= 0) begin
+        if (skip < 0)
+          skip = (i >= 3 && {name_chr(i), name_chr(i-1), name_chr(i-2), name_chr(i-3)} == "TOP.") ? 4 : 0;
         if (skip > 0) skip = skip - 1;
-        else inst_key = (inst_key ^ c) * 64'h00000100000001b3;
+        else begin
+          name_h = mix64(name_h ^ c);
+          nlen = nlen + 1;
+        end
       end
     end
+    name_h = mix64(name_h ^ nlen);
+    inst_key = name_h[63:32] ^ name_h[31:0];
+    base_h = mix32(settle_key ^ inst_key ^ 32'h52414d31);  // "RAM1": a stream apart from the synchronizers'
     for (i = 0; i < DEPTH; i = i + 1) begin
       flip[i] = {WIDTH{1'b0}};
       wr_t[i] = 64'd0;
@@ -432,20 +462,33 @@ module cdc_ram #(
     wr_n = 32'd0;
   end
 
-  always @(posedge wclk_i) if (we_i) begin
-    late = {WIDTH{1'b0}};
-    if (settle_on) begin
-      wr_n = wr_n + 32'd1;
-      wr_h = mix32(mix32(settle_key ^ inst_key[31:0]) ^ inst_key[63:32] ^ mix32(wr_n));
-      for (i = 0; i < CHUNKS; i = i + 1) begin
-        chunk_h = mix32(wr_h + i * 32'h9e3779b9);
-        for (c = 0; c < 32; c = c + 1)
-          if (32 * i + c < WIDTH) late[32 * i + c] = chunk_h[c];
-      end
+  always @(posedge wclk_i) begin
+`ifdef CDC_SYNC_MONITOR
+    if (we_i !== 1'b0 && (we_i !== 1'b1 || (^waddr_i) === 1'bx)) begin
+      $sformat(msg, "X or Z on storage write enable or address %0s at t=%0d", who, $time);
+      `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
     end
-    flip[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late;
-    mem[waddr_i]  <= wdata_i;
-    wr_t[waddr_i] <= $time;
+    if (name_bad) begin
+      $sformat(msg, "a storage primitive's hierarchical name is %0d characters or longer (refused)", NAME_MAX);
+      `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+    end
+`endif
+    if (we_i) begin
+      // Which bits of this write arrive late: one fair coin per bit (nothing when settling is off).
+      late = {WIDTH{1'b0}};
+      if (settle_on) begin
+        wr_n = wr_n + 32'd1;
+        wr_h = mix32(base_h ^ wr_n);
+        for (i = 0; i < CHUNKS; i = i + 1) begin
+          chunk_h = mix32(wr_h + i * 32'h9e3779b9);
+          for (c = 0; c < 32; c = c + 1)
+            if (32 * i + c < WIDTH) late[32 * i + c] = chunk_h[c];
+        end
+      end
+      flip[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late;
+      mem[waddr_i]  <= wdata_i;
+      wr_t[waddr_i] <= $time;
+    end
   end
 
   // The read-domain edge that captures rdata_o sees rd_t as the previous edge's time (a
