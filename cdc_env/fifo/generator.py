@@ -633,6 +633,28 @@ _SHAPE_SYMPTOM = {
 }
 
 
+def _status_text(p: FifoParams) -> str:
+    """The status outputs' meaning, as the testbench checks it (empty when there are none)."""
+    n = STYLES[p.style]
+    lag_r = f"{LAG_OWN} `{n['rclk']}` cycles plus {LAG_OTHER} `{n['wclk']}` cycle"
+    lag_w = f"{LAG_OWN} `{n['wclk']}` cycles plus {LAG_OTHER} `{n['rclk']}` cycle"
+    items = []
+    if "level" in p.extras:
+        items.append(f"`{n['level']}` is the number of words the read side sees stored: whenever no word has "
+                     f"been written for {lag_r}, it equals the words written minus the words read "
+                     f"(it may lag the reads by one `{n['rclk']}` edge).")
+    if "busy" in p.extras:
+        items.append(f"`{n['busy']}` is high, after each `{n['rclk']}` edge, exactly while a burst is under "
+                     "way: from the edge that reads its first word until the edge that reads its last.")
+    if "wlevel" in p.extras:
+        items.append(f"`{n['wlevel']}` is the number of words the write side counts as stored: whenever no "
+                     f"word has been read for {lag_w}, it equals the words written minus the words "
+                     f"read (it may lag the writes by one `{n['wclk']}` edge).")
+    if not items:
+        return ""
+    return "\n**Status outputs** (checked on every seed). " + " ".join(items) + "\n"
+
+
 def bug_report(p: FifoParams) -> str:
     n = STYLES[p.style]
     symptom = _SHAPE_SYMPTOM.get(
@@ -643,6 +665,7 @@ def bug_report(p: FifoParams) -> str:
     if p.wr_block:
         block = (f" The writer reserves space in blocks: once at least {p.wr_block} words are free,\n"
                  f"`{n['full']}` stays low until {p.wr_block} more words have been written.")
+    status = _status_text(p)
     clocks = {"either": "Either clock may be the faster one",
               "a": f"The writer's clock `{n['wclk']}` is the faster one",
               "b": f"The reader's clock `{n['rclk']}` is the faster one"}[p.fast]
@@ -659,17 +682,19 @@ shows it. Ordinary simulation never shows it.
 
 **Invariant the fix must keep.** Every word read equals the word written, in order: none lost,
 none duplicated, none read before it was written; reads come in bursts of exactly {p.burst};
-words waiting are read within 64 slow-clock cycles. The port list and the meaning of every
-port{extra} stay as they are. Every signal that crosses between the domains goes through a provided
-synchronizer, and all the crossings into one domain together change at most one bit per clock
-edge of the other domain (the grader checks this). {clocks}, by up to 16:1, with any
-phase (equal clocks included).
+words waiting are read within 64 slow-clock cycles; `{n['full']}` never stays high for more than
+{full_watchdog(p)} slow-clock cycles in a row (the reader is always willing). The port list and the meaning of
+every port{extra} stay as they are. The storage is the provided `cdc_ram`, and every other signal
+that crosses between the domains goes through a provided synchronizer; all the crossings into
+one domain together change at most one bit per clock edge of the other domain (the grader
+checks this). {clocks}, by up to 16:1, with any phase (equal clocks included).
+{status}
 
 **What you may change.** Only `{p.module}.v`. Read the synchronizers' timing contract with the
 `contract` tool.
 """
     paras = text.split("\n\n")
-    return "\n\n".join(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), 96)
+    return "\n\n".join(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), 96, break_on_hyphens=False)
                        for para in paras).rstrip() + "\n"
 
 
