@@ -3,11 +3,17 @@
 The design is the classic Gray-pointer asynchronous FIFO (Cummings, SNUG 2002): write domain
 ``a``, read domain ``b``, binary and Gray pointers one bit wider than the address, each pointer
 crossing through a ``cdc_sync_bus`` (or per-bit ``cdc_sync_bit``), full from the synchronized read
-pointer, the read side's fill count from the synchronized write pointer. The storage is a memory
-written in the write domain and read in the read domain (declared in the manifest as
-``cross_memories``). The read side commits to a burst of ``burst`` words (any length, not only a
-power of two) once its synchronized fill count reaches ``burst``, and then reads one word per
-cycle until the burst is done.
+pointer, the read side's fill count from the synchronized write pointer. The storage is the
+provided ``cdc_ram`` primitive (tasks/common/cdc_sync.v): written in the write domain, read in the
+read domain, with a model in which an entry written less than one read cycle ago may read old
+bits; no task declares ``cross_memories``. The read side commits to a burst of ``burst`` words
+(any length, not only a power of two) once its synchronized fill count reaches ``burst``, and
+then reads one word per cycle until the burst is done.
+
+The testbench checks every output: the words (scoreboard), bursts, a hang watchdog, the
+minimum traffic, ``full``'s liveness (``full_watchdog``), and the status outputs ``busy``
+(exact), ``level`` and ``wlevel`` (exact once the other side has been quiet for ``LAG_OWN`` own
+plus ``LAG_OTHER`` other-side cycles); the bug report states each of these to the agent.
 
 The defect (``shape``) is one way of crossing a pointer that is not Gray coded:
 
@@ -694,7 +700,8 @@ checks this). {clocks}, by up to 16:1, with any phase (equal clocks included).
 `contract` tool.
 """
     paras = text.split("\n\n")
-    return "\n\n".join(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), 96, break_on_hyphens=False)
+    return "\n\n".join(para if para.startswith("#")
+                       else textwrap.fill(" ".join(para.split()), 96, break_on_hyphens=False)
                        for para in paras).rstrip() + "\n"
 
 
