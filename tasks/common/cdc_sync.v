@@ -341,7 +341,7 @@ endmodule
 //   * An entry is "young" from its write until the first rising edge of rclk_i after it: it was
 //     written less than one read-domain cycle before the read-domain edge that captures it.
 //   * Each write chooses, per bit, whether that bit's new value arrives late (a fair coin per
-//     bit, from the seed's settling key, this instance's key and the number of writes so far).
+//     bit, from the seed's settling key, this instance's key and the time of the write).
 //     While the entry is young, a late bit reads its value from before this write; once the
 //     entry is old, every bit reads the written value.
 //   * Why one read-domain cycle: it is the most a data path between domains is allowed to take
@@ -355,7 +355,8 @@ endmodule
 //   * The window is measured from the rising edges of rclk_i: a reader that registers rdata_o on
 //     another edge sees the rule as "written since the latest rising edge of rclk_i".
 //   * With +cdc_settle=0 every read returns the latest written value (ideal storage).
-//   * Entries never written read X on four-state simulators (Icarus) and 0 on two-state ones.
+//   * Every entry holds 0 until it is first written, on every simulator (an X there would make
+//     Icarus and Verilator, which has no X, disagree about a design that reads it).
 //   * Two writes to one entry within one read cycle: a late bit reads the value it had before
 //     the latest write.
 //   * Test stress mode (never used by the grader): compiled with CDC_RAM_ALL_LATE defined, every
@@ -391,7 +392,7 @@ module cdc_ram #(
   reg [31:0]      inst_key;           // keyed hash of this instance's whole hierarchical name
   reg [63:0]      name_h;
   reg [31:0]      settle_key, base_h;
-  reg [31:0]      wr_n;               // writes so far (with late settling on)
+  reg [63:0]      wr_t_now;           // time of the write being made
   reg             settle_on;
   reg             name_bad, name_long;
   reg [WIDTH-1:0] late;
@@ -457,11 +458,11 @@ module cdc_ram #(
     inst_key = name_h[63:32] ^ name_h[31:0];
     base_h = mix32(settle_key ^ inst_key ^ 32'h52414d31);  // "RAM1": a stream apart from the synchronizers'
     for (i = 0; i < DEPTH; i = i + 1) begin
+      mem[i] = {WIDTH{1'b0}};
       flip[i] = {WIDTH{1'b0}};
       wr_t[i] = 64'd0;
     end
     rd_t = 64'd0;
-    wr_n = 32'd0;
   end
 
   always @(posedge wclk_i) begin
@@ -479,8 +480,10 @@ module cdc_ram #(
       // Which bits of this write arrive late: one fair coin per bit (nothing when settling is off).
       late = {WIDTH{1'b0}};
       if (settle_on) begin
-        wr_n = wr_n + 32'd1;
-        wr_h = mix32(base_h ^ wr_n);
+        // Keyed by the write's time, not by a count of writes: a write enable that is X before
+        // reset (Icarus) and 0 (Verilator) must not shift the choices of every later write.
+        wr_t_now = $time;
+        wr_h = mix32(base_h ^ mix32(wr_t_now[31:0] ^ mix32(wr_t_now[63:32])));
         for (i = 0; i < CHUNKS; i = i + 1) begin
           chunk_h = mix32(wr_h + i * 32'h9e3779b9);
           for (c = 0; c < 32; c = c + 1)
