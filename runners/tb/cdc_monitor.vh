@@ -3,12 +3,12 @@
 // cdc_tb.vh; the cocotb wrapper tests/cocotb/prim_top.v). The includer provides three tasks,
 // which the primitives call by hierarchical name:
 //
-//   cdc_src_edges(dst_is_a, pos_t, neg_t)
-//       the times of the latest rising and falling edge, at or before now, of the SOURCE clock of
+//   cdc_src_edge(dst_is_a, edge_t)
+//       the time of the latest edge, rising or falling, at or before now, of the SOURCE clock of
 //       a synchronizer clocked by task clock a (dst_is_a = 1, source clock b) or b (source a);
-//       ~0 when that clock has had no such edge yet. The testbench computes them from its own
-//       clock parameters, so no design signal and no other synchronizer can move them: which
-//       crossings may settle late is not the design's to choose.
+//       ~0 when that clock has had no edge yet. The testbench computes it from its own clock
+//       parameters, so no design signal and no other synchronizer can move it: which crossings
+//       may settle late is not the design's to choose.
 //   cdc_sync_fail(msg)
 //       a synchronizer saw what its contract excludes (X or Z on d_i, a hierarchical name too
 //       long to key); the testbench fails the run once both resets are released.

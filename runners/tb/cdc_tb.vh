@@ -9,7 +9,7 @@
 //   * the verdict line: "CDCV <nonce> PASS|FAIL checks=<n> hash=<h> t=<ps> msg=<text>", printed
 //     once, then $finish. The grader accepts exactly one line carrying its nonce.
 // Every testbench defines CDC_SYNC_MONITOR as its own module name before including this file
-// (the tasks the primitives call, declared by cdc_monitor.vh: cdc_src_edges, cdc_sync_fail and
+// (the tasks the primitives call, declared by cdc_monitor.vh: cdc_src_edge, cdc_sync_fail and
 // cdc_bus_note, below).
 // The including testbench provides `task final_check;` (end-of-run conditions) and calls
 // fold(), note_check() and tb_fail(msg).
@@ -86,23 +86,17 @@
   endtask
 
   // ---- Late-settling model: what the primitives read and call (cdc_monitor.vh) ----
-  // The latest rising and falling edge, at or before now, of the source clock of a synchronizer
-  // clocked by clock a (dst_is_a) or b. Computed from the clock parameters (the clocks below
-  // rise at ofs + 2k*half and fall at ofs + (2k+1)*half), so it costs nothing per clock edge and
-  // nothing a design does can move it. Both polarities: a source register clocked on the falling
-  // edge is timed like one clocked on the rising edge.
-  task cdc_src_edges(input dst_is_a, output [63:0] pos_t, output [63:0] neg_t);
-    reg [63:0] ofs, half, k;
+  // The time of the latest edge, rising or falling, at or before now, of the source clock of a
+  // synchronizer clocked by clock a (dst_is_a) or b: the other task clock. Computed from the
+  // clock parameters (the clocks below have an edge at ofs + k*half, k = 0, 1, ...), so it costs
+  // nothing per clock edge and nothing a design does can move it. Either polarity counts: a
+  // source register clocked on the falling edge is timed like one clocked on the rising edge.
+  task cdc_src_edge(input dst_is_a, output [63:0] edge_t);
+    reg [63:0] ofs, half;
     begin
       ofs = dst_is_a ? ofs_b : ofs_a;
       half = dst_is_a ? half_b : half_a;
-      pos_t = 64'hffffffffffffffff;
-      neg_t = 64'hffffffffffffffff;
-      if ($time >= ofs) begin
-        k = ($time - ofs) / half;  // edges so far, minus one
-        if (k[0]) begin neg_t = ofs + k * half; pos_t = neg_t - half; end
-        else begin pos_t = ofs + k * half; if (k != 64'd0) neg_t = pos_t - half; end
-      end
+      edge_t = ($time < ofs) ? 64'hffffffffffffffff : ofs + (($time - ofs) / half) * half;
     end
   endtask
 

@@ -14,14 +14,15 @@
 //   * Eligibility. On a destination edge at time t, a bit is eligible to settle late when
 //       - its input differs from what the first flop holds,
 //       - it did not settle late on the previous edge, and
-//       - its input last changed exactly at the latest edge of the SOURCE clock at or before t:
-//         the latest rising edge or the latest falling edge (a register clocked on either edge
-//         changes at one of them). A change made one source edge earlier has had a whole
-//         source period to settle and is never late.
+//       - its input last changed exactly at the latest edge, rising or falling, of the SOURCE
+//         clock at or before t. A change made one source clock edge earlier (half a source
+//         period or more before t) has settled and is never late. Both polarities count, so a
+//         register clocked on the falling edge is timed like one on the rising edge, and data
+//         that changes one source edge before its strobe is never late relative to it.
 //     The source clock is the task clock that does not drive clk_i. The instance learns which
 //     task clock drives it from the time of its own edges (clock a edges fall at 1 (mod 4) ps,
-//     clock b edges at 3) and asks the testbench for the source clock's latest edge times
-//     (cdc_src_edges in runners/tb/cdc_monitor.vh, the module named by the macro
+//     clock b edges at 3) and asks the testbench for the source clock's latest edge time
+//     (cdc_src_edge in runners/tb/cdc_monitor.vh, the module named by the macro
 //     CDC_SYNC_MONITOR), which the testbench computes from its own clock parameters. Nothing
 //     else enters: no other instance's activity and no design signal, so a design cannot choose
 //     which of its crossings may settle late. A Gray pointer split over one cdc_sync_bit per
@@ -102,7 +103,7 @@ module cdc_sync_bus #(
   reg [WIDTH-1:0] late;
   reg [31:0]      base_h, edge_h, bit_h;
   reg             edge_h_ok;
-  reg [63:0]      src_tp, src_tn;   // latest posedge / negedge of the source clock
+  reg [63:0]      src_t;            // latest edge of the source clock
   reg [8*NAME_MAX-1:0] name;        // %m, filled only for names of 256 characters or more
   reg [8*256-1:0] name_s;           // %m
   reg             name_long;
@@ -263,14 +264,13 @@ module cdc_sync_bus #(
       cand = settle_on ? ((d_i ^ s1_q) & ~deferred_q) : {WIDTH{1'b0}};
       if (|cand) begin
 `ifdef CDC_SYNC_MONITOR
-        `CDC_SYNC_MONITOR.cdc_src_edges(dst_is_a, src_tp, src_tn);
+        `CDC_SYNC_MONITOR.cdc_src_edge(dst_is_a, src_t);
 `else
-        src_tp = upd_time;
-        src_tn = upd_time;
+        src_t = upd_time;
 `endif
         edge_h_ok = 1'b0;
         for (i = 0; i < WIDTH; i = i + 1)
-          if (cand[i] && (chg_t[i] == src_tp || chg_t[i] == src_tn)) begin
+          if (cand[i] && chg_t[i] == src_t) begin
             if (!edge_h_ok) begin
               edge_h = mix32(base_h ^ edge_n);
               edge_h_ok = 1'b1;

@@ -1,20 +1,27 @@
 // Testbench of the event-crossing task (hidden from the agent).
 // Stimulus: events in clk_a, once both resets are released, each separated from the next by at least min_gap_slow clk_b
-// periods (the pulse synchronizer's input contract) plus a random extra gap; `markers` of them
-// (a plusarg, usually 0..3) are of kind 1, at random positions, the rest of kind 0. Events stop
-// drain_slow clk_b periods before the end of the run.
+// periods (the pulse synchronizer's input contract) plus a random extra gap; each event is of
+// kind 1 (a marker) with probability markers/n_events (plusargs; so about `markers` markers per
+// run), else of kind 0. Events stop drain_slow clk_b periods before the end of the run.
 // Invariant checked (the bug report's): neither counter ever exceeds the events of its kind
-// sent so far, neither ever decreases, and at the end of the run both equal what was sent.
+// sent so far, neither ever decreases, each catches up within catch_slow clk_b periods (every
+// event sent at least that long ago is counted), and at the end of the run both equal what was
+// sent. Both outputs are checked on every clk_b edge.
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR evt_tb
 module evt_tb;
 `include "cdc_tb.vh"
   reg         evt = 1'b0, kind = 1'b0;
   wire [15:0] data_cnt, mark_cnt;
-  reg  [31:0] rng_a;
-  reg  [31:0] markers, n_events, min_gap_slow, gap_extra, drain_slow;
+  reg  [31:0] rng_a, rng_m;
+  reg  [31:0] markers, n_events, min_gap_slow, gap_extra, drain_slow, catch_slow;
   reg  [31:0] sent_data = 32'd0, sent_mark = 32'd0, sent = 32'd0;
-  reg  [31:0] mark_at0, mark_at1, mark_at2, mark_at3;
+  reg         is_mark;
+  // Events sent, in order (time and kind), for the catch-up check; `due` of them are old enough
+  // to be counted by now, due_data / due_mark of each kind.
+  reg  [63:0] ev_t [0:255];
+  reg         ev_k [0:255];
+  reg  [31:0] due = 32'd0, due_data = 32'd0, due_mark = 32'd0;
   reg  [63:0] t_next = 64'd0, gap_ps;
   reg  [15:0] last_data = 16'd0, last_mark = 16'd0;
   reg  [8*160-1:0] msg;
@@ -30,12 +37,10 @@ module evt_tb;
     if (!$value$plusargs("min_gap_slow=%d", min_gap_slow)) min_gap_slow = 32'd4;
     if (!$value$plusargs("gap_extra=%d", gap_extra)) gap_extra = 32'd4;
     if (!$value$plusargs("drain_slow=%d", drain_slow)) drain_slow = 32'd16;
+    if (!$value$plusargs("catch_slow=%d", catch_slow)) catch_slow = 32'd10;
+    if (n_events > 32'd256) n_events = 32'd256;
     rng_a = stim_key;
-    // Marker positions (event indices); an index >= n_events never occurs.
-    rng_a = xs32(rng_a); mark_at0 = (markers > 0) ? rng_a % n_events : n_events;
-    rng_a = xs32(rng_a); mark_at1 = (markers > 1) ? rng_a % n_events : n_events;
-    rng_a = xs32(rng_a); mark_at2 = (markers > 2) ? rng_a % n_events : n_events;
-    rng_a = xs32(rng_a); mark_at3 = (markers > 3) ? rng_a % n_events : n_events;
+    rng_m = stim_key ^ 32'h5bd1e995;  // the kinds' own stream
   end
 
   // Source side: issue events with at least min_gap_slow slow periods between them.
@@ -44,12 +49,14 @@ module evt_tb;
     evt <= 1'b0;
     if (rst_bn && sent < n_events && $time >= t_next &&
         $time + (drain_slow + min_gap_slow) * 2 * half_b < t_end) begin
-      kind <= (sent == mark_at0 || sent == mark_at1 || sent == mark_at2 || sent == mark_at3);
-      if (sent == mark_at0 || sent == mark_at1 || sent == mark_at2 || sent == mark_at3)
-        sent_mark = sent_mark + 32'd1;
-      else
-        sent_data = sent_data + 32'd1;
+      rng_m = xs32(rng_m);
+      is_mark = (rng_m % n_events) < markers;
+      kind <= is_mark;
+      if (is_mark) sent_mark = sent_mark + 32'd1;
+      else sent_data = sent_data + 32'd1;
       evt <= 1'b1;
+      ev_t[sent[7:0]] = $time;
+      ev_k[sent[7:0]] = is_mark;
       sent = sent + 32'd1;
       rng_a = xs32(rng_a);
       gap_ps = (min_gap_slow * 2 * half_b) + (rng_a % (gap_extra * 2 * half_b + 64'd1));
@@ -74,6 +81,17 @@ module evt_tb;
     end
     last_data = data_cnt;
     last_mark = mark_cnt;
+    // Catch-up: every event sent catch_slow clk_b periods ago or earlier is counted.
+    while (due < sent && ev_t[due[7:0]] + catch_slow * 2 * half_b <= $time) begin
+      if (ev_k[due[7:0]]) due_mark = due_mark + 32'd1;
+      else due_data = due_data + 32'd1;
+      due = due + 32'd1;
+    end
+    if ({16'd0, data_cnt} < due_data || {16'd0, mark_cnt} < due_mark) begin
+      $sformat(msg, "counters %0d data / %0d marker lag the events sent %0d clk_b periods ago (%0d / %0d)",
+               data_cnt, mark_cnt, catch_slow, due_data, due_mark);
+      tb_fail(msg);
+    end
   end
 
   task final_check;

@@ -4,6 +4,10 @@
 // Invariant checked (the bug report's): every request taken is served exactly once and then
 // acknowledged exactly once, in that order, and no request waits longer than wd_slow clk_b
 // cycles (a hang). At least min_done requests must complete, or the design made no progress.
+// Every output is checked: done_o and served_o by the counts above (each pulse is counted, so a
+// pulse held two cycles counts twice); ready_o must be low while a request is outstanding
+// (sampled 1 ps after each clk_a edge, after done_o is counted) and must return high within wd_slow
+// clk_b cycles of the requester becoming idle (the last acknowledgement, or reset release).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR hs_tb
 module hs_tb;
@@ -15,6 +19,7 @@ module hs_tb;
   reg [31:0] gap_max, min_done, wd_slow;
   reg [31:0] taken = 32'd0, served_n = 32'd0, done_n = 32'd0;
   reg [63:0] t_taken = 64'd0;
+  reg [63:0] t_idle = 64'd0;    // when the requester last became idle (reset release, last done)
   reg [8*160-1:0] msg;
 
   hs_top dut (
@@ -61,13 +66,24 @@ module hs_tb;
   always @(posedge clk_a) if (rst_an && !run_over) begin
     #1;
     if ((^{ready, done}) === 1'bx) tb_fail("X or Z on an output: ready_o/done_o");
+    if (t_idle == 64'd0) t_idle = $time;
     if (done) begin
+      t_idle = $time;
       done_n = done_n + 32'd1;
       note_check;
       if (done_n > served_n) begin
         $sformat(msg, "request %0d acknowledged before it was served (served %0d)", done_n, served_n);
         tb_fail(msg);
       end
+    end
+    if (ready && taken > done_n) begin
+      $sformat(msg, "ready_o high while request %0d is unacknowledged", taken);
+      tb_fail(msg);
+    end
+    if (!ready && taken == done_n && ($time - t_idle) > wd_slow * 2 * half_b) begin
+      $sformat(msg, "ready_o low %0d ps after the requester became idle (%0d requests done)",
+               $time - t_idle, done_n);
+      tb_fail(msg);
     end
   end
 

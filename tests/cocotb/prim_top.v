@@ -15,15 +15,12 @@ module prim_top (
 );
 `include "cdc_monitor.vh"
   // dst_clk edges fall at 1 (mod 4) ps, so the primitives take it for task clock a and ask for
-  // the edges of clock b: those of src_clk, recorded as they happen.
-  reg [63:0] src_pos_t = 64'hffffffffffffffff, src_neg_t = 64'hffffffffffffffff;
-  always @(posedge src_clk) src_pos_t = $time;
-  always @(negedge src_clk) src_neg_t = $time;
-  task cdc_src_edges(input dst_is_a, output [63:0] pos_t, output [63:0] neg_t);
-    begin
-      pos_t = src_pos_t;
-      neg_t = src_neg_t;
-    end
+  // the latest edge of clock b: that of src_clk, recorded as it happens (either polarity).
+  reg [63:0] src_edge_t = 64'hffffffffffffffff;
+  always @(posedge src_clk) src_edge_t = $time;
+  always @(negedge src_clk) src_edge_t = $time;
+  task cdc_src_edge(input dst_is_a, output [63:0] edge_t);
+    edge_t = src_edge_t;
   endtask
   // What the primitives report, counted for the tests to read (a testbench fails the run instead).
   integer sync_fails = 0;   // cdc_sync_fail calls while out of reset
