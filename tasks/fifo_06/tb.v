@@ -69,7 +69,7 @@ module fifo_tb;
 
   initial begin
     if (!$value$plusargs("wr_pct=%d", wr_pct)) wr_pct = 32'd60;
-    if (!$value$plusargs("min_reads=%d", min_reads)) min_reads = 32'd27;
+    if (!$value$plusargs("min_reads=%d", min_reads)) min_reads = 32'd18;
     if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
     if (!$value$plusargs("wd_full=%d", wd_full)) wd_full = 32'd32;
   end
