@@ -50,6 +50,10 @@ def test_minted_variants_are_complete_heldout_tasks_from_the_heldout_region(tmp_
         t = load_task(tmp_path / "set" / p.id)
         assert t.heldout and t.family == "fifo"
         assert (p.aw, p.width, p.module) not in train and p.aw not in {q.aw for q in TRAINING}
+        # Same structure as the training variants: storage in cdc_ram, nothing declared to cross.
+        assert t.cross_memories == ()
+        assert all(f"cdc_ram #(.WIDTH({p.width}), .AW({p.aw}))" in x
+                   for x in (t.defective_text, t.reference_text, t.clean_text))
         shapes.add(p.shape)
     assert shapes == {"bus_binary", "bit_binary", "dst_gray"}
     assert not any(t.heldout for t in list_tasks())  # never listed among public tasks

@@ -3,11 +3,17 @@
 The design is the classic Gray-pointer asynchronous FIFO (Cummings, SNUG 2002): write domain
 ``a``, read domain ``b``, binary and Gray pointers one bit wider than the address, each pointer
 crossing through a ``cdc_sync_bus`` (or per-bit ``cdc_sync_bit``), full from the synchronized read
-pointer, the read side's fill count from the synchronized write pointer. The storage is a memory
-written in the write domain and read in the read domain (declared in the manifest as
-``cross_memories``). The read side commits to a burst of ``burst`` words (any length, not only a
-power of two) once its synchronized fill count reaches ``burst``, and then reads one word per
-cycle until the burst is done.
+pointer, the read side's fill count from the synchronized write pointer. The storage is the
+provided ``cdc_ram`` primitive (tasks/common/cdc_sync.v): written in the write domain, read in the
+read domain, with a model in which an entry written less than one read cycle ago may read old
+bits; no task declares ``cross_memories``. The read side commits to a burst of ``burst`` words
+(any length, not only a power of two) once its synchronized fill count reaches ``burst``, and
+then reads one word per cycle until the burst is done.
+
+The testbench checks every output: the words (scoreboard), bursts, a hang watchdog, the
+minimum traffic, ``full``'s liveness (``full_watchdog``), and the status outputs ``busy``
+(exact), ``level`` and ``wlevel`` (exact once the other side has been quiet for ``LAG_OWN`` own
+plus ``LAG_OTHER`` other-side cycles); the bug report states each of these to the agent.
 
 The defect (``shape``) is one way of crossing a pointer that is not Gray coded:
 
@@ -44,7 +50,7 @@ STYLES: dict[str, dict[str, str]] = {
         wclk="clk_wr_i", wrst="rst_wr_ni", push="wr_valid_i", wdata="wr_data_i", full="wr_full_o",
         rclk="clk_rd_i", rrst="rst_rd_ni", rvalid="rd_valid_o", rdata="rd_data_o",
         level="rd_level_o", busy="rd_busy_o", wlevel="wr_level_o",
-        mem="storage_q", wbin="wr_ptr_bin_q", wgray="wr_ptr_gray_q", wsrc="wr_ptr_src",
+        mem="u_storage", mrd="storage_rdata", wbin="wr_ptr_bin_q", wgray="wr_ptr_gray_q", wsrc="wr_ptr_src",
         rgray_w="rd_ptr_gray_wclk", rbin_w="rd_ptr_bin_wclk", wfill="wr_fill",
         rbin="rd_ptr_bin_q", rgray="rd_ptr_gray_q", wsync_q="wr_ptr_sync_rclk",
         wgray_r="wr_ptr_gray_rclk", wbin_r="wr_ptr_bin_rclk", rfill="rd_fill", left="burst_left_q",
@@ -56,7 +62,7 @@ STYLES: dict[str, dict[str, str]] = {
         wclk="wclk", wrst="wrst_n", push="winc", wdata="wdata", full="wfull",
         rclk="rclk", rrst="rrst_n", rvalid="rvalid", rdata="rdata",
         level="rlevel", busy="rbusy", wlevel="wlevel",
-        mem="mem", wbin="wbin", wgray="wptr", wsrc="wptr_src",
+        mem="u_mem", mrd="mem_rdata", wbin="wbin", wgray="wptr", wsrc="wptr_src",
         rgray_w="wq2_rptr", rbin_w="wq2_rbin", wfill="wcount",
         rbin="rbin", rgray="rptr", wsync_q="rq2_wraw",
         wgray_r="rq2_wptr", wbin_r="rq2_wbin", rfill="rcount", left="rleft",
@@ -68,7 +74,7 @@ STYLES: dict[str, dict[str, str]] = {
         wclk="i_wclk", wrst="i_wrst_n", push="i_push", wdata="i_data", full="o_full",
         rclk="i_rclk", rrst="i_rrst_n", rvalid="o_valid", rdata="o_data",
         level="o_level", busy="o_busy", wlevel="o_wlevel",
-        mem="ram", wbin="wr_cnt_r", wgray="wr_code_r", wsrc="wr_cross",
+        mem="inst_ram", mrd="ram_rdata", wbin="wr_cnt_r", wgray="wr_code_r", wsrc="wr_cross",
         rgray_w="rd_code_sync", rbin_w="rd_cnt_sync", wfill="wr_used",
         rbin="rd_cnt_r", rgray="rd_code_r", wsync_q="wr_raw_sync",
         wgray_r="wr_code_sync", wbin_r="wr_cnt_sync", rfill="rd_used", left="rd_remain_r",
@@ -80,7 +86,7 @@ STYLES: dict[str, dict[str, str]] = {
         wclk="src_clk", wrst="src_rst_n", push="src_push", wdata="src_data", full="src_full",
         rclk="dst_clk", rrst="dst_rst_n", rvalid="dst_valid", rdata="dst_data",
         level="dst_level", busy="dst_busy", wlevel="src_level",
-        mem="buffer", wbin="src_head", wgray="src_head_gray", wsrc="src_head_x",
+        mem="u_buffer", mrd="buffer_rdata", wbin="src_head", wgray="src_head_gray", wsrc="src_head_x",
         rgray_w="src_tail_gray_s", rbin_w="src_tail_s", wfill="src_used",
         rbin="dst_tail", rgray="dst_tail_gray", wsync_q="dst_head_raw_s",
         wgray_r="dst_head_gray_s", wbin_r="dst_head_s", rfill="dst_avail", left="dst_todo",
@@ -93,7 +99,7 @@ STYLES: dict[str, dict[str, str]] = {
         wclk="wrClk", wrst="wrRstN", push="wrPush", wdata="wrData", full="wrFull",
         rclk="rdClk", rrst="rdRstN", rvalid="rdValid", rdata="rdData",
         level="rdLevel", busy="rdBusy", wlevel="wrLevel",
-        mem="dataMem", wbin="wrCount", wgray="wrCode", wsrc="wrCross",
+        mem="dataMem", mrd="dataMemRd", wbin="wrCount", wgray="wrCode", wsrc="wrCross",
         rgray_w="rdCodeW", rbin_w="rdCountW", wfill="wrUsed",
         rbin="rdCount", rgray="rdCode", wsync_q="wrRawR",
         wgray_r="wrCodeR", wbin_r="wrCountR", rfill="rdAvail", left="rdLeft",
@@ -296,7 +302,8 @@ def design_text(p: FifoParams, kind: str) -> str:
     r_decode = (f"  wire [{aw}:0] {n['rbin_w']} = {n['rgray_w']};\n" if rd_binary
                 else f"  wire [{aw}:0] {n['rbin_w']} = {n['g2b']}({n['rgray_w']});\n")
     if early:
-        mem_write = f"""  // The word is stored one cycle after it is accepted (a registered memory write).
+        mem_write = f"""
+  // The word is stored one cycle after it is accepted (a registered memory write).
   reg          {n['pend']};
   reg  [{w - 1}:0] {n['pdata']};
   reg  [{aw - 1}:0] {n['pend']}_addr;
@@ -311,13 +318,15 @@ def design_text(p: FifoParams, kind: str) -> str:
       {n['pend']}_addr <= {n['wbin']}[{aw - 1}:0];
     end
   end
-
-  always @(posedge {n['wclk']})
-    if ({n['pend']}) {n['mem']}[{n['pend']}_addr] <= {n['pdata']};
 """
+        mem_we, mem_waddr, mem_wdata = n["pend"], f"{n['pend']}_addr", n["pdata"]
     else:
-        mem_write = f"""  always @(posedge {n['wclk']})
-    if ({n['push']} && !{n['full']}) {n['mem']}[{n['wbin']}[{aw - 1}:0]] <= {n['wdata']};
+        mem_write = ""
+        mem_we, mem_waddr, mem_wdata = f"{n['push']} && !{n['full']}", f"{n['wbin']}[{aw - 1}:0]", n["wdata"]
+    storage = f"""  // Storage: written in the {n['wclk']} domain, read in the {n['rclk']} domain.
+  cdc_ram #(.WIDTH({w}), .AW({aw})) {n['mem']} (
+    .wclk_i({n['wclk']}), .we_i({mem_we}), .waddr_i({mem_waddr}), .wdata_i({mem_wdata}),
+    .rclk_i({n['rclk']}), .raddr_i({n['rbin']}[{aw - 1}:0]), .rdata_o({n['mrd']}));
 """
     if p.wr_block:
         wb, cw = p.wr_block, max(1, p.wr_block.bit_length())
@@ -347,7 +356,7 @@ def design_text(p: FifoParams, kind: str) -> str:
   localparam integer DEPTH = {depth};
   localparam integer BURST = {burst};
 
-  reg  [{w - 1}:0] {n['mem']} [0:DEPTH-1];   // written by {n['wclk']}, read by {n['rclk']}
+  wire [{w - 1}:0] {n['mrd']};   // storage word at the read pointer ({n['mem']}, a cdc_ram)
 
 {_gray_functions(p)}
   // ---------------- write domain ({n['wclk']}) ----------------
@@ -362,7 +371,6 @@ def design_text(p: FifoParams, kind: str) -> str:
       {n['wbin']} <= {n['wbin']} + 1'b1;
 {wgray_next}{credit_next}    end
   end
-
 {mem_write}
   // ---------------- read domain ({n['rclk']}) ----------------
   reg  [{aw}:0] {n['rbin']};   // read pointer, binary
@@ -379,7 +387,7 @@ def design_text(p: FifoParams, kind: str) -> str:
     end else begin
       {n['rvalid']} <= rd_take;
       if (rd_take) begin
-        {n['rdata']} <= {n['mem']}[{n['rbin']}[{aw - 1}:0]];
+        {n['rdata']} <= {n['mrd']};
         {n['rbin']} <= {n['rbin']} + 1'b1;
 {rgray_next}        {n['left']} <= (({n['left']} != 0) ? {n['left']} : {bw}'d{burst}) - 1'b1;
       end
@@ -387,7 +395,7 @@ def design_text(p: FifoParams, kind: str) -> str:
   end
 {extras}
   // ---------------- crossings ----------------
-{w_cross}  cdc_sync_bus #(.WIDTH({aw + 1})) {n['u_rsync']} (
+{storage}{w_cross}  cdc_sync_bus #(.WIDTH({aw + 1})) {n['u_rsync']} (
     .clk_i({n['wclk']}), .rst_ni({n['wrst']}), .d_i({rsrc}), .q_o({n['rgray_w']}));
 endmodule
 """
@@ -395,6 +403,23 @@ endmodule
 
 # ----------------------------------------------------------------------------------------------
 # The testbench
+
+
+# Bounds of the testbench's checks on the status outputs and the write side's liveness (stated in
+# the bug report, which the agent reads). LAG_OWN / LAG_OTHER: a status output may reflect an event
+# of the other domain up to LAG_OWN of its own clock cycles plus LAG_OTHER of the other's late
+# (a pointer registered a cycle later, synchronizers with extra stages); FULL_SLOW: full may stay
+# high this many slow-clock cycles (plus the writer's block, if any) while the reader is willing.
+LAG_OWN = 6
+LAG_OTHER = 1
+FULL_SLOW = 32
+
+
+def full_watchdog(p: FifoParams) -> int:
+    """Slow-clock cycles ``full`` may stay high while the reader is willing (always, here): a
+    correct design frees a slot within ~8 (the reader sees the full FIFO, reads one word, and
+    the read pointer crosses back); a writer that reserves blocks needs a block's worth."""
+    return FULL_SLOW + p.wr_block
 
 
 def testbench_text(p: FifoParams) -> str:
@@ -405,6 +430,7 @@ def testbench_text(p: FifoParams) -> str:
              f".{n['rrst']}(rst_bn)", f".{n['rvalid']}(rvalid)", f".{n['rdata']}(rdata)"]
     conns += [f".{n[e]}({e})" for e in EXTRAS if e in p.extras]
     conn_text = ",\n    ".join(conns)
+    has = {e: ("1'b1" if e in p.extras else "1'b0") for e in EXTRAS}
     return f"""// Testbench of FIFO variant {p.id} (hidden from the agent); cdc_env.fifo.generator wrote it.
 // Stimulus: once both resets are released, the writer offers a word on each clk_a cycle with
 // probability wr_pct percent (a plusarg); the words are a keyed hash of their index.
@@ -413,6 +439,16 @@ def testbench_text(p: FifoParams) -> str:
 // bursts of {p.burst}; words waiting must be read within wd_slow slow-clock periods (a hang);
 // at least min_reads words move. With +cdc_gray_check=1 (hidden seeds) the crossings may change
 // at most one bit per source clock edge in total (cdc_tb.vh).
+// Every output is checked against this reference model (each check is stated in BUG.md):
+//   full    liveness: high for at most wd_full slow-clock cycles in a row (the reader is always
+//           willing); overflow shows as a lost or wrong word.
+//   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
+//           its last not yet).
+//   level   after each clk_b edge when no word was written in the last {LAG_OWN} clk_b + {LAG_OTHER} clk_a
+//           cycles: the words written minus the words read (as of this or the previous clk_b edge).
+//   wlevel  at each clk_a edge when no word was read in the last {LAG_OWN} clk_a + {LAG_OTHER} clk_b cycles:
+//           the words written (as of this or the previous clk_a edge) minus the words read.
+//   While the other side is moving, level and wlevel are only required to be known (0/1).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR fifo_tb
 `define CDC_GRAY_MONITOR fifo_tb
@@ -420,15 +456,21 @@ module fifo_tb;
 `include "cdc_tb.vh"
   localparam integer DEPTH = {p.depth};
   localparam integer BURST = {p.burst};
+  localparam HAS_LEVEL = {has['level']}, HAS_BUSY = {has['busy']}, HAS_WLEVEL = {has['wlevel']};
   reg          push = 1'b0;
   reg  [{w - 1}:0] wdata = 0;
   wire         full, rvalid;
   wire [{w - 1}:0] rdata;
   wire [{aw}:0]  level, wlevel;
   wire         busy;
-  reg  [31:0]  rng_w, wr_pct, min_reads, wd_slow;
+  reg  [31:0]  rng_w, wr_pct, min_reads, wd_slow, wd_full;
   reg  [31:0]  written = 32'd0, read_n = 32'd0, in_burst = 32'd0;
-  reg  [63:0]  t_progress = 64'd0;
+  reg  [31:0]  wr_prev = 32'd0, rd_prev = 32'd0;  // written / read as of the previous own edge
+  reg  [31:0]  wr_old = 32'd0, rd_old = 32'd0;    // writes / reads older than lag_r / lag_w
+  reg  [63:0]  wr_t [0:255];                      // time of each write / read, by index mod 256
+  reg  [63:0]  rd_t [0:255];
+  reg  [63:0]  t_progress = 64'd0, t_full = 64'd0, slow = 64'd0, lag_r = 64'd0, lag_w = 64'd0;
+  reg          full_on = 1'b0;
   reg          seeded = 1'b0;
   reg  [8*160-1:0] msg;
 
@@ -451,26 +493,61 @@ module fifo_tb;
     if (!$value$plusargs("wr_pct=%d", wr_pct)) wr_pct = 32'd60;
     if (!$value$plusargs("min_reads=%d", min_reads)) min_reads = 32'd{min_reads(p)};
     if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
+    if (!$value$plusargs("wd_full=%d", wd_full)) wd_full = 32'd{full_watchdog(p)};
   end
 
-  // Writer (clk_a): count accepted words, offer the next one. Both domains start together: a
-  // register of the other domain is only defined once that domain has seen a clock in reset.
+  // Writer (clk_a): check the write side's outputs as they stand before this edge, count accepted
+  // words, offer the next one. Both domains start together: a register of the other domain is
+  // only defined once that domain has seen a clock in reset.
   always @(posedge clk_a) if (rst_an && rst_bn && !run_over) begin
-    fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
-    if (push && !full) written = written + 32'd1;
-    wdata <= word(written);
-    if (!seeded) rng_w = stim_key ^ 32'h5bd1e995;
+    if (!seeded) begin
+      rng_w = stim_key ^ 32'h5bd1e995;
+      slow = 2 * ((half_a > half_b) ? half_a : half_b);
+      lag_r = {2 * LAG_OWN} * half_b + {2 * LAG_OTHER} * half_a;
+      lag_w = {2 * LAG_OWN} * half_a + {2 * LAG_OTHER} * half_b;
+    end
     seeded = 1'b1;
+    fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
+    if (HAS_WLEVEL) begin
+      while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= $time) rd_old = rd_old + 32'd1;
+      if (^wlevel === 1'bx) tb_fail("write level is X or Z");
+      if (rd_old == read_n) begin  // settled: no read in the last lag_w ps
+        note_check;
+        if ({{{31 - aw}'d0, wlevel}} + read_n < wr_prev || {{{31 - aw}'d0, wlevel}} + read_n > written) begin
+          $sformat(msg, "write level %0d, expected %0d (%0d words written, %0d read, no read for %0d ps)",
+                   wlevel, written - read_n, written, read_n, lag_w);
+          tb_fail(msg);
+        end
+      end
+    end
+    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
+    if (full === 1'b1) begin
+      if (!full_on) t_full = $time;
+      full_on = 1'b1;
+      if ($time - t_full > wd_full * slow) begin
+        $sformat(msg, "full stuck: high for %0d ps (more than %0d slow cycles) while the reader is willing",
+                 $time - t_full, wd_full);
+        tb_fail(msg);
+      end
+    end else full_on = 1'b0;
+    wr_prev = written;
+    if (push && !full) begin
+      wr_t[written[7:0]] = $time;
+      written = written + 32'd1;
+    end
+    wdata <= word(written);
     rng_w = xs32(rng_w);
     push <= (rng_w % 100) < wr_pct;
   end
 
-  // Reader (clk_b), sampled 1 ps after the edge: check every word as it arrives.
+  // Reader (clk_b), sampled 1 ps after the edge: check every word as it arrives, then the read
+  // side's status outputs.
   always @(posedge clk_b) if (rst_an && rst_bn && !run_over) begin
     #1;
-    // A word is folded only when it was written: storage never written holds X on Icarus and 0
-    // on Verilator, and the trace must be the same on both.
+    // A word is folded only when it was written (what a design shows on rdata before that is
+    // its own business, and X on Icarus would not match Verilator).
     fold_known({{24'd2, busy, rvalid, level, (rvalid && read_n < written) ? rdata : {w}'d0}});
+    if (rvalid !== 1'b0 && rvalid !== 1'b1) tb_fail("rvalid is X or Z");
     if (rvalid) begin
       note_check;
       if (read_n >= written) begin
@@ -482,6 +559,7 @@ module fifo_tb;
         else $sformat(msg, "word %0d: read %0h, expected %0h", read_n, rdata, word(read_n));
         tb_fail(msg);
       end
+      rd_t[read_n[7:0]] = $time;
       read_n = read_n + 32'd1;
       in_burst = (in_burst + 32'd1) % BURST;
       t_progress = $time;
@@ -489,6 +567,26 @@ module fifo_tb;
       $sformat(msg, "burst broken after %0d of %0d words", in_burst, BURST);
       tb_fail(msg);
     end
+    if (HAS_BUSY) begin
+      note_check;
+      if (busy !== (in_burst != 32'd0)) begin
+        $sformat(msg, "busy is %b after %0d of a burst's %0d words", busy, in_burst, BURST);
+        tb_fail(msg);
+      end
+    end
+    if (HAS_LEVEL && seeded) begin
+      while (wr_old < written && wr_t[wr_old[7:0]] + lag_r <= $time) wr_old = wr_old + 32'd1;
+      if (^level === 1'bx) tb_fail("read level is X or Z");
+      if (wr_old == written) begin  // settled: no write in the last lag_r ps
+        note_check;
+        if ({{{31 - aw}'d0, level}} + read_n < written || {{{31 - aw}'d0, level}} + rd_prev > written) begin
+          $sformat(msg, "read level %0d, expected %0d (%0d words written, %0d read, no write for %0d ps)",
+                   level, written - read_n, written, read_n, lag_r);
+          tb_fail(msg);
+        end
+      end
+    end
+    rd_prev = read_n;
     if (written - read_n < BURST) t_progress = $time;
     if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
       $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);
@@ -541,6 +639,28 @@ _SHAPE_SYMPTOM = {
 }
 
 
+def _status_text(p: FifoParams) -> str:
+    """The status outputs' meaning, as the testbench checks it (empty when there are none)."""
+    n = STYLES[p.style]
+    lag_r = f"{LAG_OWN} `{n['rclk']}` cycles plus {LAG_OTHER} `{n['wclk']}` cycle"
+    lag_w = f"{LAG_OWN} `{n['wclk']}` cycles plus {LAG_OTHER} `{n['rclk']}` cycle"
+    items = []
+    if "level" in p.extras:
+        items.append(f"`{n['level']}` is the number of words the read side sees stored: whenever no word has "
+                     f"been written for {lag_r}, it equals the words written minus the words read "
+                     f"(it may lag the reads by one `{n['rclk']}` edge).")
+    if "busy" in p.extras:
+        items.append(f"`{n['busy']}` is high, after each `{n['rclk']}` edge, exactly while a burst is under "
+                     "way: from the edge that reads its first word until the edge that reads its last.")
+    if "wlevel" in p.extras:
+        items.append(f"`{n['wlevel']}` is the number of words the write side counts as stored: whenever no "
+                     f"word has been read for {lag_w}, it equals the words written minus the words "
+                     f"read (it may lag the writes by one `{n['wclk']}` edge).")
+    if not items:
+        return ""
+    return "\n**Status outputs** (checked on every seed). " + " ".join(items) + "\n"
+
+
 def bug_report(p: FifoParams) -> str:
     n = STYLES[p.style]
     symptom = _SHAPE_SYMPTOM.get(
@@ -551,6 +671,7 @@ def bug_report(p: FifoParams) -> str:
     if p.wr_block:
         block = (f" The writer reserves space in blocks: once at least {p.wr_block} words are free,\n"
                  f"`{n['full']}` stays low until {p.wr_block} more words have been written.")
+    status = _status_text(p)
     clocks = {"either": "Either clock may be the faster one",
               "a": f"The writer's clock `{n['wclk']}` is the faster one",
               "b": f"The reader's clock `{n['rclk']}` is the faster one"}[p.fast]
@@ -567,17 +688,20 @@ shows it. Ordinary simulation never shows it.
 
 **Invariant the fix must keep.** Every word read equals the word written, in order: none lost,
 none duplicated, none read before it was written; reads come in bursts of exactly {p.burst};
-words waiting are read within 64 slow-clock cycles. The port list and the meaning of every
-port{extra} stay as they are. Every signal that crosses between the domains goes through a provided
-synchronizer, and all the crossings into one domain together change at most one bit per clock
-edge of the other domain (the grader checks this). {clocks}, by up to 16:1, with any
-phase (equal clocks included).
+words waiting are read within 64 slow-clock cycles; `{n['full']}` never stays high for more than
+{full_watchdog(p)} slow-clock cycles in a row (the reader is always willing). The port list and the meaning of
+every port{extra} stay as they are. The storage is the provided `cdc_ram`, and every other signal
+that crosses between the domains goes through a provided synchronizer; all the crossings into
+one domain together change at most one bit per clock edge of the other domain (the grader
+checks this). {clocks}, by up to 16:1, with any phase (equal clocks included).
+{status}
 
 **What you may change.** Only `{p.module}.v`. Read the synchronizers' timing contract with the
 `contract` tool.
 """
     paras = text.split("\n\n")
-    return "\n\n".join(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), 96)
+    return "\n\n".join(para if para.startswith("#")
+                       else textwrap.fill(" ".join(para.split()), 96, break_on_hyphens=False)
                        for para in paras).rstrip() + "\n"
 
 
@@ -596,7 +720,6 @@ tb_top = "fifo_tb"
 bug_report = "BUG.md"
 reference = "reference/{p.module}.v"
 clean = "clean/{p.module}.v"
-cross_memories = ["{n['mem']}"]
 heldout = {"true" if p.heldout else "false"}
 
 # Domain a writes, domain b reads.

@@ -46,7 +46,7 @@ _T = [
     ("fifo_06", "xdom_fifo", "cummings", 24, 4, 9, "dst_gray",
      ("level", "wlevel"), (1, 2, 3, 4, 5, 9, 12, 15)),
     ("fifo_07", "sample_buffer", "prefix", 16, 4, 11, "bus_binary",
-     (), (1, 2, 3, 4, 5, 6, 7, 8)),
+     (), (1, 2, 3, 4, 5, 6, 7, 9)),
     ("fifo_08", "pkt_fifo", "srcdst", 8, 3, 6, "bit_binary",
      ("busy", "level"), (1, 2, 3, 4, 5, 6, 7, 8)),
     ("fifo_09", "dc_buffer", "lowrisc", 24, 4, 3, "dst_gray",
@@ -58,7 +58,7 @@ _T = [
     ("fifo_12", "adc_capture_fifo", "srcdst", 16, 4, 13, "dst_gray",
      ("wlevel",), (1, 2, 3, 4, 5, 7, 8, 10)),
     ("fifo_13", "bridge_fifo", "lowrisc", 8, 4, 12, "bus_binary",
-     ("level",), (1, 2, 3, 4, 6, 8, 9, 10)),
+     ("level",), (1, 2, 3, 4, 5, 6, 8, 9)),
 ]
 
 # Extra defect shapes, outside the 17 (README "Extra defect shapes"). Only the binary read
@@ -75,15 +75,21 @@ _EVIDENCE = [
     ("fifo_x_early", "tx_fifo", "lowrisc", 16, 4, 5, "early_publish", (), ()),
     ("fifo_x_reset", "tx_fifo", "srcdst", 16, 4, 5, "reset_domain", (), ()),
 ]
-# Per-variant stimulus where the shared default (push probability 30-90 %) misses the band.
-_WR_PCT = {"fifo_06": (20, 90)}
+# Per-variant stimulus where the shared default (push probability 30-90 %, 300 slow cycles) misses
+# the band. Re-calibrated for issue 12's model (late settling only for a change at the source
+# clock's latest edge of either polarity), which catches a binary pointer on a few percent fewer
+# seeds: lighter write traffic (the reader waits on a near-empty FIFO more often) and a longer run
+# (more increments watched) bring these variants back into the band; see the gate table.
+_WR_PCT = {"fifo_02": (20, 90), "fifo_04": (20, 90), "fifo_06": (10, 70), "fifo_07": (10, 70),
+           "fifo_13": (10, 70)}
+_RUN_SLOW = {"fifo_02": 450, "fifo_04": 450, "fifo_06": 450, "fifo_07": 450, "fifo_13": 450}
 
 
 def _params(row: tuple) -> FifoParams:
     vid, module, style, width, aw, burst, shape, extras, visible = row
     p = FifoParams(id=vid, module=module, style=style, width=width, aw=aw, burst=burst, shape=shape,
                    extras=tuple(extras), visible=tuple(visible) or (1, 2, 3, 4, 5, 6, 7, 8),
-                   wr_pct=_WR_PCT.get(vid, (30, 90)))
+                   wr_pct=_WR_PCT.get(vid, (30, 90)), run_slow_cycles=_RUN_SLOW.get(vid, 300))
     return replace(p, **_X_OVERRIDES.get(vid, {}))
 
 

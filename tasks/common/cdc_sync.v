@@ -321,3 +321,187 @@ module cdc_sync_pulse (
 
   assign pulse_o = sync_q ^ prev_q;
 endmodule
+
+// ------------------------------------------------------------------------------------------------
+// cdc_ram -- storage written in one clock domain and read in the other (a FIFO's word memory).
+//
+//   cdc_ram #(.WIDTH(w), .AW(a)) u (.wclk_i, .we_i, .waddr_i, .wdata_i, .rclk_i, .raddr_i, .rdata_o);
+//
+// 2**AW entries of WIDTH bits. On a rising edge of wclk_i with we_i high, entry waddr_i takes
+// wdata_i. rdata_o is a combinational read of entry raddr_i, meant to be registered on rclk_i.
+// Write-side ports (we_i, waddr_i, wdata_i) belong to wclk_i's domain, raddr_i and rdata_o to
+// rclk_i's; wclk_i and rclk_i are the two domains' clocks (the static gate checks all of this).
+// Only the data crosses here: whatever tells the reader that an entry is ready must cross through
+// a synchronizer primitive.
+//
+// Behaviour modelled (the storage side of the late-settling model, after the idea of OpenTitan's
+// prim_cdc_rand_delay: a crossing data path may deliver a transition late). A real memory's read
+// path from a just-written cell to the read-domain flop is not timed against rclk_i: bits written
+// shortly before a read-domain edge may or may not have arrived. So:
+//   * An entry is "young" from its write until the first rising edge of rclk_i after it: it was
+//     written less than one read-domain cycle before the read-domain edge that captures it.
+//   * Each write chooses, per bit, whether that bit's new value arrives late (a fair coin per
+//     bit, from the seed's settling key, this instance's key and the time of the write).
+//     While the entry is young, a late bit reads its value from before this write; once the
+//     entry is old, every bit reads the written value.
+//   * Why one read-domain cycle: it is the most a data path between domains is allowed to take
+//     (the usual max-delay constraint on such a path is one destination period), and it is far
+//     below what any correct reader waits. A correct FIFO publishes a word through a
+//     synchronized pointer that the reader sees 2 or 3 of its cycles after the write, and only
+//     then reads the word, so it never reads a young entry and never sees this model. A design
+//     that uses the storage as a mailbox (a pointer, a flag or a count carried in an entry and
+//     read without a synchronizer), or that publishes a pointer before its data, reads entries
+//     that are young and may see a mix of old and new bits.
+//   * The window is measured from the rising edges of rclk_i: a reader that registers rdata_o on
+//     another edge sees the rule as "written since the latest rising edge of rclk_i".
+//   * With +cdc_settle=0 every read returns the latest written value (ideal storage).
+//   * Every entry holds 0 until it is first written, on every simulator (an X there would make
+//     Icarus and Verilator, which has no X, disagree about a design that reads it).
+//   * Two writes to one entry within one read cycle: a late bit reads the value it had before
+//     the latest write.
+//   * Test stress mode (never used by the grader): compiled with CDC_RAM_ALL_LATE defined, every
+//     bit of every write is late, so any read of a young entry returns its old value.
+// The instance key is cdc_sync_bus's: a 64-bit keyed hash (SplitMix64's finaliser per
+// character, seeded by the settle key) of the WHOLE hierarchical name %m, without Verilator's
+// leading "TOP."; names of 4096 characters or more are refused, as there. With a monitor (every
+// task testbench), X or Z on we_i, or on waddr_i while we_i is high, at a write-clock edge fails
+// the seed once both resets are released (cdc_sync_fail), as X on a synchronizer input does.
+// No $random/$urandom: their streams differ between simulators.
+//
+// Run-time switches (plusargs, as for the synchronizers): +cdc_settle=0|1, +cdc_settle_key=<u32>.
+module cdc_ram #(
+  parameter integer WIDTH = 8,
+  parameter integer AW = 4
+) (
+  input  wire             wclk_i,   // write-domain clock
+  input  wire             we_i,     // write enable         (write domain)
+  input  wire [AW-1:0]    waddr_i,  // write address        (write domain)
+  input  wire [WIDTH-1:0] wdata_i,  // write data           (write domain)
+  input  wire             rclk_i,   // read-domain clock (used for the model's timing)
+  input  wire [AW-1:0]    raddr_i,  // read address         (read domain)
+  output wire [WIDTH-1:0] rdata_o   // combinational read of entry raddr_i (read domain);
+);                                  // an entry written < 1 read cycle ago may read old bits
+  localparam integer DEPTH = 1 << AW;
+  localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
+  localparam integer CHUNKS = (WIDTH + 31) / 32;
+
+  reg [WIDTH-1:0] mem   [0:DEPTH-1];  // the written values
+  reg [WIDTH-1:0] flip  [0:DEPTH-1];  // bits of the latest write that arrive late (old ^ new)
+  reg [63:0]      wr_t  [0:DEPTH-1];  // time of each entry's latest write
+  reg [63:0]      rd_t;               // time of the latest rising edge of rclk_i
+  reg [31:0]      inst_key;           // keyed hash of this instance's whole hierarchical name
+  reg [63:0]      name_h;
+  reg [31:0]      settle_key, base_h;
+  reg [63:0]      wr_t_now;           // time of the write being made
+  reg             settle_on;
+  reg             name_bad, name_long;
+  reg [WIDTH-1:0] late;
+  reg [31:0]      wr_h, chunk_h;
+  reg [8*NAME_MAX-1:0] name;          // %m, filled only for names of 256 characters or more
+  reg [8*256-1:0] name_s;             // %m
+  reg [8*80-1:0]  who;                // the name's last 80 characters, for messages
+  reg [8*160-1:0] msg;
+  integer         i, c, skip, nlen;
+
+  function [31:0] mix32(input [31:0] x);
+    reg [31:0] y;
+    begin
+      y = x ^ (x >> 16);
+      y = y * 32'h7feb352d;
+      y = y ^ (y >> 15);
+      y = y * 32'h846ca68b;
+      mix32 = y ^ (y >> 16);
+    end
+  endfunction
+
+  function [63:0] mix64(input [63:0] x);  // SplitMix64's finaliser (a bijection)
+    reg [63:0] y;
+    begin
+      y = (x ^ (x >> 30)) * 64'hbf58476d1ce4e5b9;
+      y = (y ^ (y >> 27)) * 64'h94d049bb133111eb;
+      mix64 = y ^ (y >> 31);
+    end
+  endfunction
+
+  function [7:0] name_chr(input integer k);  // character k of %m (0 is the last)
+    name_chr = name_long ? name[8*k +: 8] : name_s[8*k +: 8];
+  endfunction
+
+  initial begin
+    settle_on = 1'b1;
+    settle_key = 32'd0;
+    if ($value$plusargs("cdc_settle=%d", c)) settle_on = (c != 0);
+    if (!$value$plusargs("cdc_settle_key=%d", settle_key)) settle_key = 32'd0;
+    // The instance key, exactly as cdc_sync_bus computes it (see there).
+    $sformat(name_s, "%m");
+    name_long = (name_s[8*256-1 -: 8] != 8'd0);
+    name = {8*NAME_MAX{1'b0}};
+    if (name_long) $sformat(name, "%m");
+    name_bad = (name[8*NAME_MAX-1 -: 8] != 8'd0);
+    who = name_long ? name[8*80-1:0] : name_s[8*80-1:0];
+    name_h = mix64({32'h9e3779b9, settle_key});
+    nlen = 0;
+    skip = -1;  // -1: before the first character
+    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+      c = name_chr(i);
+      if (c != 0 || skip >= 0) begin
+        if (skip < 0)
+          skip = (i >= 3 && {name_chr(i), name_chr(i-1), name_chr(i-2), name_chr(i-3)} == "TOP.") ? 4 : 0;
+        if (skip > 0) skip = skip - 1;
+        else begin
+          name_h = mix64(name_h ^ c);
+          nlen = nlen + 1;
+        end
+      end
+    end
+    name_h = mix64(name_h ^ nlen);
+    inst_key = name_h[63:32] ^ name_h[31:0];
+    base_h = mix32(settle_key ^ inst_key ^ 32'h52414d31);  // "RAM1": a stream apart from the synchronizers'
+    for (i = 0; i < DEPTH; i = i + 1) begin
+      mem[i] = {WIDTH{1'b0}};
+      flip[i] = {WIDTH{1'b0}};
+      wr_t[i] = 64'd0;
+    end
+    rd_t = 64'd0;
+  end
+
+  always @(posedge wclk_i) begin
+`ifdef CDC_SYNC_MONITOR
+    if (we_i !== 1'b0 && (we_i !== 1'b1 || (^waddr_i) === 1'bx)) begin
+      $sformat(msg, "X or Z on storage write enable or address %0s at t=%0d", who, $time);
+      `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+    end
+    if (name_bad) begin
+      $sformat(msg, "a storage primitive's hierarchical name is %0d characters or longer (refused)", NAME_MAX);
+      `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
+    end
+`endif
+    if (we_i) begin
+      // Which bits of this write arrive late: one fair coin per bit (nothing when settling is off).
+      late = {WIDTH{1'b0}};
+      if (settle_on) begin
+        // Keyed by the write's time, not by a count of writes: a write enable that is X before
+        // reset (Icarus) and 0 (Verilator) must not shift the choices of every later write.
+        wr_t_now = $time;
+        wr_h = mix32(base_h ^ mix32(wr_t_now[31:0] ^ mix32(wr_t_now[63:32])));
+        for (i = 0; i < CHUNKS; i = i + 1) begin
+          chunk_h = mix32(wr_h + i * 32'h9e3779b9);
+          for (c = 0; c < 32; c = c + 1)
+            if (32 * i + c < WIDTH) late[32 * i + c] = chunk_h[c];
+        end
+`ifdef CDC_RAM_ALL_LATE
+        late = {WIDTH{1'b1}};  // stress mode for tests: every bit of a young entry reads old
+`endif
+      end
+      flip[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late;
+      mem[waddr_i]  <= wdata_i;
+      wr_t[waddr_i] <= $time;
+    end
+  end
+
+  // The read-domain edge that captures rdata_o sees rd_t as the previous edge's time (a
+  // nonblocking update), so "young" is "written after the previous rising edge of rclk_i".
+  always @(posedge rclk_i) rd_t <= $time;
+
+  assign rdata_o = mem[raddr_i] ^ ((wr_t[raddr_i] > rd_t) ? flip[raddr_i] : {WIDTH{1'b0}});
+endmodule

@@ -6,6 +6,16 @@
 // bursts of 5; words waiting must be read within wd_slow slow-clock periods (a hang);
 // at least min_reads words move. With +cdc_gray_check=1 (hidden seeds) the crossings may change
 // at most one bit per source clock edge in total (cdc_tb.vh).
+// Every output is checked against this reference model (each check is stated in BUG.md):
+//   full    liveness: high for at most wd_full slow-clock cycles in a row (the reader is always
+//           willing); overflow shows as a lost or wrong word.
+//   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
+//           its last not yet).
+//   level   after each clk_b edge when no word was written in the last 6 clk_b + 1 clk_a
+//           cycles: the words written minus the words read (as of this or the previous clk_b edge).
+//   wlevel  at each clk_a edge when no word was read in the last 6 clk_a + 1 clk_b cycles:
+//           the words written (as of this or the previous clk_a edge) minus the words read.
+//   While the other side is moving, level and wlevel are only required to be known (0/1).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR fifo_tb
 `define CDC_GRAY_MONITOR fifo_tb
@@ -13,15 +23,21 @@ module fifo_tb;
 `include "cdc_tb.vh"
   localparam integer DEPTH = 16;
   localparam integer BURST = 5;
+  localparam HAS_LEVEL = 1'b1, HAS_BUSY = 1'b1, HAS_WLEVEL = 1'b1;
   reg          push = 1'b0;
   reg  [15:0] wdata = 0;
   wire         full, rvalid;
   wire [15:0] rdata;
   wire [4:0]  level, wlevel;
   wire         busy;
-  reg  [31:0]  rng_w, wr_pct, min_reads, wd_slow;
+  reg  [31:0]  rng_w, wr_pct, min_reads, wd_slow, wd_full;
   reg  [31:0]  written = 32'd0, read_n = 32'd0, in_burst = 32'd0;
-  reg  [63:0]  t_progress = 64'd0;
+  reg  [31:0]  wr_prev = 32'd0, rd_prev = 32'd0;  // written / read as of the previous own edge
+  reg  [31:0]  wr_old = 32'd0, rd_old = 32'd0;    // writes / reads older than lag_r / lag_w
+  reg  [63:0]  wr_t [0:255];                      // time of each write / read, by index mod 256
+  reg  [63:0]  rd_t [0:255];
+  reg  [63:0]  t_progress = 64'd0, t_full = 64'd0, slow = 64'd0, lag_r = 64'd0, lag_w = 64'd0;
+  reg          full_on = 1'b0;
   reg          seeded = 1'b0;
   reg  [8*160-1:0] msg;
 
@@ -55,26 +71,61 @@ module fifo_tb;
     if (!$value$plusargs("wr_pct=%d", wr_pct)) wr_pct = 32'd60;
     if (!$value$plusargs("min_reads=%d", min_reads)) min_reads = 32'd20;
     if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
+    if (!$value$plusargs("wd_full=%d", wd_full)) wd_full = 32'd32;
   end
 
-  // Writer (clk_a): count accepted words, offer the next one. Both domains start together: a
-  // register of the other domain is only defined once that domain has seen a clock in reset.
+  // Writer (clk_a): check the write side's outputs as they stand before this edge, count accepted
+  // words, offer the next one. Both domains start together: a register of the other domain is
+  // only defined once that domain has seen a clock in reset.
   always @(posedge clk_a) if (rst_an && rst_bn && !run_over) begin
-    fold_known({32'd1, 29'd0, push, full, 1'b1} ^ (wlevel << 8));
-    if (push && !full) written = written + 32'd1;
-    wdata <= word(written);
-    if (!seeded) rng_w = stim_key ^ 32'h5bd1e995;
+    if (!seeded) begin
+      rng_w = stim_key ^ 32'h5bd1e995;
+      slow = 2 * ((half_a > half_b) ? half_a : half_b);
+      lag_r = 12 * half_b + 2 * half_a;
+      lag_w = 12 * half_a + 2 * half_b;
+    end
     seeded = 1'b1;
+    fold_known({32'd1, 29'd0, push, full, 1'b1} ^ (wlevel << 8));
+    if (HAS_WLEVEL) begin
+      while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= $time) rd_old = rd_old + 32'd1;
+      if (^wlevel === 1'bx) tb_fail("write level is X or Z");
+      if (rd_old == read_n) begin  // settled: no read in the last lag_w ps
+        note_check;
+        if ({27'd0, wlevel} + read_n < wr_prev || {27'd0, wlevel} + read_n > written) begin
+          $sformat(msg, "write level %0d, expected %0d (%0d words written, %0d read, no read for %0d ps)",
+                   wlevel, written - read_n, written, read_n, lag_w);
+          tb_fail(msg);
+        end
+      end
+    end
+    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
+    if (full === 1'b1) begin
+      if (!full_on) t_full = $time;
+      full_on = 1'b1;
+      if ($time - t_full > wd_full * slow) begin
+        $sformat(msg, "full stuck: high for %0d ps (more than %0d slow cycles) while the reader is willing",
+                 $time - t_full, wd_full);
+        tb_fail(msg);
+      end
+    end else full_on = 1'b0;
+    wr_prev = written;
+    if (push && !full) begin
+      wr_t[written[7:0]] = $time;
+      written = written + 32'd1;
+    end
+    wdata <= word(written);
     rng_w = xs32(rng_w);
     push <= (rng_w % 100) < wr_pct;
   end
 
-  // Reader (clk_b), sampled 1 ps after the edge: check every word as it arrives.
+  // Reader (clk_b), sampled 1 ps after the edge: check every word as it arrives, then the read
+  // side's status outputs.
   always @(posedge clk_b) if (rst_an && rst_bn && !run_over) begin
     #1;
-    // A word is folded only when it was written: storage never written holds X on Icarus and 0
-    // on Verilator, and the trace must be the same on both.
+    // A word is folded only when it was written (what a design shows on rdata before that is
+    // its own business, and X on Icarus would not match Verilator).
     fold_known({24'd2, busy, rvalid, level, (rvalid && read_n < written) ? rdata : 16'd0});
+    if (rvalid !== 1'b0 && rvalid !== 1'b1) tb_fail("rvalid is X or Z");
     if (rvalid) begin
       note_check;
       if (read_n >= written) begin
@@ -86,6 +137,7 @@ module fifo_tb;
         else $sformat(msg, "word %0d: read %0h, expected %0h", read_n, rdata, word(read_n));
         tb_fail(msg);
       end
+      rd_t[read_n[7:0]] = $time;
       read_n = read_n + 32'd1;
       in_burst = (in_burst + 32'd1) % BURST;
       t_progress = $time;
@@ -93,6 +145,26 @@ module fifo_tb;
       $sformat(msg, "burst broken after %0d of %0d words", in_burst, BURST);
       tb_fail(msg);
     end
+    if (HAS_BUSY) begin
+      note_check;
+      if (busy !== (in_burst != 32'd0)) begin
+        $sformat(msg, "busy is %b after %0d of a burst's %0d words", busy, in_burst, BURST);
+        tb_fail(msg);
+      end
+    end
+    if (HAS_LEVEL && seeded) begin
+      while (wr_old < written && wr_t[wr_old[7:0]] + lag_r <= $time) wr_old = wr_old + 32'd1;
+      if (^level === 1'bx) tb_fail("read level is X or Z");
+      if (wr_old == written) begin  // settled: no write in the last lag_r ps
+        note_check;
+        if ({27'd0, level} + read_n < written || {27'd0, level} + rd_prev > written) begin
+          $sformat(msg, "read level %0d, expected %0d (%0d words written, %0d read, no write for %0d ps)",
+                   level, written - read_n, written, read_n, lag_r);
+          tb_fail(msg);
+        end
+      end
+    end
+    rd_prev = read_n;
     if (written - read_n < BURST) t_progress = $time;
     if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
       $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);

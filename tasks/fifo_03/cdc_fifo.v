@@ -20,7 +20,7 @@ module cdc_fifo (
   localparam integer DEPTH = 8;
   localparam integer BURST = 3;
 
-  reg  [11:0] ram [0:DEPTH-1];   // written by i_wclk, read by i_rclk
+  wire [11:0] ram_rdata;   // storage word at the read pointer (inst_ram, a cdc_ram)
 
   function [3:0] f_to_gray(input [3:0] b);
     f_to_gray = b ^ (b >> 1);
@@ -49,9 +49,6 @@ module cdc_fifo (
     end
   end
 
-  always @(posedge i_wclk)
-    if (i_push && !o_full) ram[wr_cnt_r[2:0]] <= i_data;
-
   // ---------------- read domain (i_rclk) ----------------
   reg  [3:0] rd_cnt_r;   // read pointer, binary
   reg  [3:0] rd_code_r;   // read pointer, Gray coded: crosses to the write side
@@ -73,7 +70,7 @@ module cdc_fifo (
     end else begin
       o_valid <= rd_take;
       if (rd_take) begin
-        o_data <= ram[rd_cnt_r[2:0]];
+        o_data <= ram_rdata;
         rd_cnt_r <= rd_cnt_r + 1'b1;
         rd_code_r <= f_to_gray(rd_cnt_r + 1'b1);
         rd_remain_r <= ((rd_remain_r != 0) ? rd_remain_r : 2'd3) - 1'b1;
@@ -83,6 +80,10 @@ module cdc_fifo (
   assign o_busy = (rd_remain_r != 0);
 
   // ---------------- crossings ----------------
+  // Storage: written in the i_wclk domain, read in the i_rclk domain.
+  cdc_ram #(.WIDTH(12), .AW(3)) inst_ram (
+    .wclk_i(i_wclk), .we_i(i_push && !o_full), .waddr_i(wr_cnt_r[2:0]), .wdata_i(i_data),
+    .rclk_i(i_rclk), .raddr_i(rd_cnt_r[2:0]), .rdata_o(ram_rdata));
   cdc_sync_bus #(.WIDTH(4)) inst_sync_wr (
     .clk_i(i_rclk), .rst_ni(i_rrst_n), .d_i(wr_cnt_r), .q_o(wr_raw_sync));
   cdc_sync_bus #(.WIDTH(4)) inst_sync_rd (

@@ -19,7 +19,7 @@ module sample_buffer (
   localparam integer DEPTH = 16;
   localparam integer BURST = 11;
 
-  reg  [15:0] ram [0:DEPTH-1];   // written by i_wclk, read by i_rclk
+  wire [15:0] ram_rdata;   // storage word at the read pointer (inst_ram, a cdc_ram)
 
   function [4:0] f_to_gray(input [4:0] b);
     f_to_gray = b ^ (b >> 1);
@@ -48,9 +48,6 @@ module sample_buffer (
     end
   end
 
-  always @(posedge i_wclk)
-    if (i_push && !o_full) ram[wr_cnt_r[3:0]] <= i_data;
-
   // ---------------- read domain (i_rclk) ----------------
   reg  [4:0] rd_cnt_r;   // read pointer, binary
   reg  [4:0] rd_code_r;   // read pointer, Gray coded: crosses to the write side
@@ -70,7 +67,7 @@ module sample_buffer (
     end else begin
       o_valid <= rd_take;
       if (rd_take) begin
-        o_data <= ram[rd_cnt_r[3:0]];
+        o_data <= ram_rdata;
         rd_cnt_r <= rd_cnt_r + 1'b1;
         rd_code_r <= f_to_gray(rd_cnt_r + 1'b1);
         rd_remain_r <= ((rd_remain_r != 0) ? rd_remain_r : 4'd11) - 1'b1;
@@ -79,6 +76,10 @@ module sample_buffer (
   end
 
   // ---------------- crossings ----------------
+  // Storage: written in the i_wclk domain, read in the i_rclk domain.
+  cdc_ram #(.WIDTH(16), .AW(4)) inst_ram (
+    .wclk_i(i_wclk), .we_i(i_push && !o_full), .waddr_i(wr_cnt_r[3:0]), .wdata_i(i_data),
+    .rclk_i(i_rclk), .raddr_i(rd_cnt_r[3:0]), .rdata_o(ram_rdata));
   cdc_sync_bus #(.WIDTH(5)) inst_sync_wr (
     .clk_i(i_rclk), .rst_ni(i_rrst_n), .d_i(wr_cnt_r), .q_o(wr_raw_sync));
   cdc_sync_bus #(.WIDTH(5)) inst_sync_rd (

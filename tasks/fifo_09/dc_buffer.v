@@ -19,7 +19,7 @@ module dc_buffer (
   localparam integer DEPTH = 16;
   localparam integer BURST = 3;
 
-  reg  [23:0] storage_q [0:DEPTH-1];   // written by clk_wr_i, read by clk_rd_i
+  wire [23:0] storage_rdata;   // storage word at the read pointer (u_storage, a cdc_ram)
 
   function [4:0] bin2gray(input [4:0] b);
     bin2gray = b ^ (b >> 1);
@@ -48,9 +48,6 @@ module dc_buffer (
     end
   end
 
-  always @(posedge clk_wr_i)
-    if (wr_valid_i && !wr_full_o) storage_q[wr_ptr_bin_q[3:0]] <= wr_data_i;
-
   // ---------------- read domain (clk_rd_i) ----------------
   reg  [4:0] rd_ptr_bin_q;   // read pointer, binary
   reg  [4:0] rd_ptr_gray_q;   // read pointer, Gray coded: crosses to the write side
@@ -72,7 +69,7 @@ module dc_buffer (
     end else begin
       rd_valid_o <= rd_take;
       if (rd_take) begin
-        rd_data_o <= storage_q[rd_ptr_bin_q[3:0]];
+        rd_data_o <= storage_rdata;
         rd_ptr_bin_q <= rd_ptr_bin_q + 1'b1;
         rd_ptr_gray_q <= bin2gray(rd_ptr_bin_q + 1'b1);
         burst_left_q <= ((burst_left_q != 0) ? burst_left_q : 2'd3) - 1'b1;
@@ -81,6 +78,10 @@ module dc_buffer (
   end
 
   // ---------------- crossings ----------------
+  // Storage: written in the clk_wr_i domain, read in the clk_rd_i domain.
+  cdc_ram #(.WIDTH(24), .AW(4)) u_storage (
+    .wclk_i(clk_wr_i), .we_i(wr_valid_i && !wr_full_o), .waddr_i(wr_ptr_bin_q[3:0]), .wdata_i(wr_data_i),
+    .rclk_i(clk_rd_i), .raddr_i(rd_ptr_bin_q[3:0]), .rdata_o(storage_rdata));
   cdc_sync_bus #(.WIDTH(5)) u_wr_ptr_sync (
     .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), .d_i(wr_ptr_bin_q), .q_o(wr_ptr_sync_rclk));
   cdc_sync_bus #(.WIDTH(5)) u_rd_ptr_sync (

@@ -20,7 +20,7 @@ module burst_fifo (
   localparam integer DEPTH = 16;
   localparam integer BURST = 10;
 
-  reg  [11:0] mem [0:DEPTH-1];   // written by wclk, read by rclk
+  wire [11:0] mem_rdata;   // storage word at the read pointer (u_mem, a cdc_ram)
 
   function [4:0] bin2gray(input [4:0] b);
     bin2gray = b ^ (b >> 1);
@@ -49,9 +49,6 @@ module burst_fifo (
     end
   end
 
-  always @(posedge wclk)
-    if (winc && !wfull) mem[wbin[3:0]] <= wdata;
-
   // ---------------- read domain (rclk) ----------------
   reg  [4:0] rbin;   // read pointer, binary
   reg  [4:0] rptr;   // read pointer, Gray coded: crosses to the write side
@@ -71,7 +68,7 @@ module burst_fifo (
     end else begin
       rvalid <= rd_take;
       if (rd_take) begin
-        rdata <= mem[rbin[3:0]];
+        rdata <= mem_rdata;
         rbin <= rbin + 1'b1;
         rptr <= bin2gray(rbin + 1'b1);
         rleft <= ((rleft != 0) ? rleft : 4'd10) - 1'b1;
@@ -81,6 +78,10 @@ module burst_fifo (
   assign rbusy = (rleft != 0);
 
   // ---------------- crossings ----------------
+  // Storage: written in the wclk domain, read in the rclk domain.
+  cdc_ram #(.WIDTH(12), .AW(4)) u_mem (
+    .wclk_i(wclk), .we_i(winc && !wfull), .waddr_i(wbin[3:0]), .wdata_i(wdata),
+    .rclk_i(rclk), .raddr_i(rbin[3:0]), .rdata_o(mem_rdata));
   cdc_sync_bus #(.WIDTH(5)) sync_w2r (
     .clk_i(rclk), .rst_ni(rrst_n), .d_i(wbin), .q_o(rq2_wraw));
   cdc_sync_bus #(.WIDTH(5)) sync_r2w (

@@ -20,7 +20,7 @@ module gray_fifo (
   localparam integer DEPTH = 8;
   localparam integer BURST = 5;
 
-  reg  [9:0] storage_q [0:DEPTH-1];   // written by clk_wr_i, read by clk_rd_i
+  wire [9:0] storage_rdata;   // storage word at the read pointer (u_storage, a cdc_ram)
 
   function [3:0] bin2gray(input [3:0] b);
     bin2gray = b ^ (b >> 1);
@@ -52,9 +52,6 @@ module gray_fifo (
     end
   end
 
-  always @(posedge clk_wr_i)
-    if (wr_valid_i && !wr_full_o) storage_q[wr_ptr_bin_q[2:0]] <= wr_data_i;
-
   // ---------------- read domain (clk_rd_i) ----------------
   reg  [3:0] rd_ptr_bin_q;   // read pointer, binary
   reg  [3:0] rd_ptr_gray_q;   // read pointer, Gray coded: crosses to the write side
@@ -75,7 +72,7 @@ module gray_fifo (
     end else begin
       rd_valid_o <= rd_take;
       if (rd_take) begin
-        rd_data_o <= storage_q[rd_ptr_bin_q[2:0]];
+        rd_data_o <= storage_rdata;
         rd_ptr_bin_q <= rd_ptr_bin_q + 1'b1;
         rd_ptr_gray_q <= bin2gray(rd_ptr_bin_q + 1'b1);
         burst_left_q <= ((burst_left_q != 0) ? burst_left_q : 3'd5) - 1'b1;
@@ -85,6 +82,10 @@ module gray_fifo (
   assign wr_level_o = wr_fill;
 
   // ---------------- crossings ----------------
+  // Storage: written in the clk_wr_i domain, read in the clk_rd_i domain.
+  cdc_ram #(.WIDTH(10), .AW(3)) u_storage (
+    .wclk_i(clk_wr_i), .we_i(wr_valid_i && !wr_full_o), .waddr_i(wr_ptr_bin_q[2:0]), .wdata_i(wr_data_i),
+    .rclk_i(clk_rd_i), .raddr_i(rd_ptr_bin_q[2:0]), .rdata_o(storage_rdata));
   cdc_sync_bus #(.WIDTH(4)) u_wr_ptr_sync (
     .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), .d_i(wr_ptr_gray_q), .q_o(wr_ptr_sync_rclk));
   cdc_sync_bus #(.WIDTH(4)) u_rd_ptr_sync (

@@ -24,7 +24,7 @@ module pkt_fifo (
   localparam integer DEPTH = 8;
   localparam integer BURST = 6;
 
-  reg  [7:0] buffer [0:DEPTH-1];   // written by src_clk, read by dst_clk
+  wire [7:0] buffer_rdata;   // storage word at the read pointer (u_buffer, a cdc_ram)
 
   function [3:0] to_gray(input [3:0] b);
     to_gray = b ^ (b >> 1);
@@ -56,9 +56,6 @@ module pkt_fifo (
     end
   end
 
-  always @(posedge src_clk)
-    if (src_push && !src_full) buffer[src_head[2:0]] <= src_data;
-
   // ---------------- read domain (dst_clk) ----------------
   reg  [3:0] dst_tail;   // read pointer, binary
   reg  [3:0] dst_tail_gray;   // read pointer, Gray coded: crosses to the write side
@@ -79,7 +76,7 @@ module pkt_fifo (
     end else begin
       dst_valid <= rd_take;
       if (rd_take) begin
-        dst_data <= buffer[dst_tail[2:0]];
+        dst_data <= buffer_rdata;
         dst_tail <= dst_tail + 1'b1;
         dst_tail_gray <= to_gray(dst_tail + 1'b1);
         dst_todo <= ((dst_todo != 0) ? dst_todo : 3'd6) - 1'b1;
@@ -90,6 +87,10 @@ module pkt_fifo (
   assign dst_busy = (dst_todo != 0);
 
   // ---------------- crossings ----------------
+  // Storage: written in the src_clk domain, read in the dst_clk domain.
+  cdc_ram #(.WIDTH(8), .AW(3)) u_buffer (
+    .wclk_i(src_clk), .we_i(src_push && !src_full), .waddr_i(src_head[2:0]), .wdata_i(src_data),
+    .rclk_i(dst_clk), .raddr_i(dst_tail[2:0]), .rdata_o(buffer_rdata));
   cdc_sync_bus #(.WIDTH(4)) u_head_sync (
     .clk_i(dst_clk), .rst_ni(dst_rst_n), .d_i(src_head_gray), .q_o(dst_head_raw_s));
   cdc_sync_bus #(.WIDTH(4)) u_tail_sync (

@@ -23,7 +23,7 @@ module adc_capture_fifo (
   localparam integer DEPTH = 16;
   localparam integer BURST = 13;
 
-  reg  [15:0] buffer [0:DEPTH-1];   // written by src_clk, read by dst_clk
+  wire [15:0] buffer_rdata;   // storage word at the read pointer (u_buffer, a cdc_ram)
 
   function [4:0] to_gray(input [4:0] b);
     to_gray = b ^ (b >> 1);
@@ -55,9 +55,6 @@ module adc_capture_fifo (
     end
   end
 
-  always @(posedge src_clk)
-    if (src_push && !src_full) buffer[src_head[3:0]] <= src_data;
-
   // ---------------- read domain (dst_clk) ----------------
   reg  [4:0] dst_tail;   // read pointer, binary
   reg  [4:0] dst_tail_gray;   // read pointer, Gray coded: crosses to the write side
@@ -78,7 +75,7 @@ module adc_capture_fifo (
     end else begin
       dst_valid <= rd_take;
       if (rd_take) begin
-        dst_data <= buffer[dst_tail[3:0]];
+        dst_data <= buffer_rdata;
         dst_tail <= dst_tail + 1'b1;
         dst_tail_gray <= to_gray(dst_tail + 1'b1);
         dst_todo <= ((dst_todo != 0) ? dst_todo : 4'd13) - 1'b1;
@@ -88,6 +85,10 @@ module adc_capture_fifo (
   assign src_level = src_used;
 
   // ---------------- crossings ----------------
+  // Storage: written in the src_clk domain, read in the dst_clk domain.
+  cdc_ram #(.WIDTH(16), .AW(4)) u_buffer (
+    .wclk_i(src_clk), .we_i(src_push && !src_full), .waddr_i(src_head[3:0]), .wdata_i(src_data),
+    .rclk_i(dst_clk), .raddr_i(dst_tail[3:0]), .rdata_o(buffer_rdata));
   cdc_sync_bus #(.WIDTH(5)) u_head_sync (
     .clk_i(dst_clk), .rst_ni(dst_rst_n), .d_i(src_head_gray), .q_o(dst_head_raw_s));
   cdc_sync_bus #(.WIDTH(5)) u_tail_sync (
