@@ -556,6 +556,18 @@ class DomainCheck:
         return False
 
     def check_memories(self) -> None:
+        # cdc_ram's read data is the FIFO's data path: it may reach outputs and data registers but
+        # never a decision. Otherwise the storage is a one-flop crossing for control: a Gray pointer
+        # written into a one-entry cdc_ram and registered once passes every seed (the model only
+        # delays young entries), yet has no synchronizer.
+        for p in self.net.prims:
+            if p.kind != "cdc_ram":
+                continue
+            q = p.conns.get("q")
+            if q and any(self._feeds_control(k) for k in q[0]):
+                self.add("CDC-MEM", f"the read data of {p.name} (cdc_ram) reaches a condition, case selector "
+                         "or loop bound; storage carries data only -- cross pointers and other control "
+                         "values through cdc_sync_bus / cdc_sync_bit", p.file, p.line)
         for key, node in self.net.nodes.items():
             if not self._declared_memory(key):
                 continue

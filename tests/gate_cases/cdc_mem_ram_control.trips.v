@@ -1,6 +1,16 @@
 // task: fifo_01
-// expect: pass
-// what: the FIFO storage renamed in a rewrite: it stands in for the declared one
+// expect: CDC-MEM
+// what: a Gray pointer carried through a one-entry cdc_ram and registered once (a one-flop crossing)
+// async_fifo -- asynchronous FIFO, 16 words of 16 bits, with a burst reader.
+// Write side (clk_wr_i): a word is stored on every clk_wr_i edge with wr_valid_i high and
+// wr_full_o low. Read side (clk_rd_i): once the read side sees at least 5 words, it
+// commits to a burst and reads 5 words on consecutive clk_rd_i cycles, each with
+// rd_valid_o high and the word on rd_data_o.
+// Pointers are one bit wider than the address; the fill count is the difference of the
+// write and read pointers.
+// Fix: the write pointer now crosses Gray coded (one bit changes per write),
+// registered in the write domain, and is converted back to binary after the
+// synchronizer.
 module async_fifo (
   input  wire          clk_wr_i,
   input  wire          rst_wr_ni,
@@ -18,7 +28,7 @@ module async_fifo (
   localparam integer DEPTH = 16;
   localparam integer BURST = 5;
 
-  reg  [15:0] store_q [0:DEPTH-1];   // written by clk_wr_i, read by clk_rd_i
+  wire [15:0] storage_rdata;   // storage word at the read pointer (u_storage, a cdc_ram)
 
   function [4:0] bin2gray(input [4:0] b);
     bin2gray = b ^ (b >> 1);
@@ -50,16 +60,13 @@ module async_fifo (
     end
   end
 
-  always @(posedge clk_wr_i)
-    if (wr_valid_i && !wr_full_o) store_q[wr_ptr_bin_q[3:0]] <= wr_data_i;
-
   // ---------------- read domain (clk_rd_i) ----------------
   reg  [4:0] rd_ptr_bin_q;   // read pointer, binary
   reg  [4:0] rd_ptr_gray_q;   // read pointer, Gray coded: crosses to the write side
   reg  [2:0] burst_left_q;   // words left in the current burst
-  wire [4:0] wr_ptr_sync_rclk;   // write pointer, synchronized into the read domain
-  wire [4:0] wr_ptr_gray_rclk = wr_ptr_sync_rclk;
-  wire [4:0] wr_ptr_bin_rclk = gray2bin(wr_ptr_gray_rclk);
+  wire [4:0] wr_box_gray;   // Gray write pointer, read from a one-entry mailbox
+  reg  [4:0] wr_gray_rq;    // one read-domain register after the mailbox
+  wire [4:0] wr_ptr_bin_rclk = gray2bin(wr_gray_rq);
   wire [4:0] rd_fill = wr_ptr_bin_rclk - rd_ptr_bin_q;
   wire        rd_take = (burst_left_q != 0) || (rd_fill >= BURST);
 
@@ -70,10 +77,12 @@ module async_fifo (
       burst_left_q <= 0;
       rd_valid_o <= 1'b0;
       rd_data_o <= 0;
+      wr_gray_rq <= 0;
     end else begin
+      wr_gray_rq <= wr_box_gray;
       rd_valid_o <= rd_take;
       if (rd_take) begin
-        rd_data_o <= store_q[rd_ptr_bin_q[3:0]];
+        rd_data_o <= storage_rdata;
         rd_ptr_bin_q <= rd_ptr_bin_q + 1'b1;
         rd_ptr_gray_q <= bin2gray(rd_ptr_bin_q + 1'b1);
         burst_left_q <= ((burst_left_q != 0) ? burst_left_q : 3'd5) - 1'b1;
@@ -85,8 +94,20 @@ module async_fifo (
   assign wr_level_o = wr_fill;
 
   // ---------------- crossings ----------------
-  cdc_sync_bus #(.WIDTH(5)) u_wr_ptr_sync (
-    .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), .d_i(wr_ptr_gray_q), .q_o(wr_ptr_sync_rclk));
+  // Storage: written in the clk_wr_i domain, read in the clk_rd_i domain.
+  cdc_ram #(.WIDTH(16), .AW(4)) u_storage (
+    .wclk_i(clk_wr_i), .we_i(wr_valid_i && !wr_full_o), .waddr_i(wr_ptr_bin_q[3:0]), .wdata_i(wr_data_i),
+    .rclk_i(clk_rd_i), .raddr_i(rd_ptr_bin_q[3:0]), .rdata_o(storage_rdata));
+  // The Gray write pointer rides in storage too: a one-entry mailbox, read every cycle, then
+  // one read-domain register (a one-flop crossing through the storage primitive).
+  reg        box_init_q;
+  always @(posedge clk_wr_i or negedge rst_wr_ni)
+    if (!rst_wr_ni) box_init_q <= 1'b0;
+    else box_init_q <= 1'b1;
+  cdc_ram #(.WIDTH(5), .AW(1)) u_box (
+    .wclk_i(clk_wr_i), .we_i(!box_init_q || (wr_valid_i && !wr_full_o)), .waddr_i(1'b0),
+    .wdata_i(box_init_q ? bin2gray(wr_ptr_bin_q + 1'b1) : 5'd0),
+    .rclk_i(clk_rd_i), .raddr_i(1'b0), .rdata_o(wr_box_gray));
   cdc_sync_bus #(.WIDTH(5)) u_rd_ptr_sync (
     .clk_i(clk_wr_i), .rst_ni(rst_wr_ni), .d_i(rd_ptr_gray_q), .q_o(rd_ptr_gray_wclk));
 endmodule
