@@ -18,7 +18,7 @@ import pytest
 
 from cdc_env import paths
 from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import Icarus
+from cdc_env.simulators import VPI_NAME, Icarus
 from cdc_env.task import load_task
 
 from .conftest import needs_icarus
@@ -135,7 +135,8 @@ def _build(task, text: str, *, all_late: bool) -> object:
     b = sim.build(task, {task.editable: text}, work)
     assert b.status == "pass", b.log
     if all_late:
-        argv = ["iverilog", "-g2012", "-DCDC_RAM_ALL_LATE", "-I", ".", "-s", task.tb_top, "-o", "sim.vvp",
+        argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-DCDC_RAM_ALL_LATE", "-I", ".",
+                "-L", b.extra["vpi"], "-m", VPI_NAME, "-s", task.tb_top, "-o", "sim.vvp",
                 *sorted(str(f.relative_to(work)) for f in work.rglob("*.v"))]
         r = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
