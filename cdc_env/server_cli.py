@@ -37,7 +37,9 @@ def _positive(kind: type, name: str):
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .cli import EXIT_OK, parse_hidden
-    from .server import ServerConfig, bind, create_app, is_loopback, resolve_tasks, uvicorn_server
+    from .server.app import create_app
+    from .server.config import ServerConfig, resolve_tasks
+    from .server.run import bind, is_loopback, uvicorn_server
     from .task import task_ids
 
     names = list(args.tasks or [])
@@ -91,7 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from .server import DEFAULT_MAX_BODY
+    from .server.config import DEFAULT_MAX_BODY
 
     s = sub.add_parser("serve", help="serve the named tasks over HTTP (episodes, tools, one-shot grades)")
     s.add_argument("--tasks", nargs="+", metavar="TASK", help="public task ids or task folders (held-out)")

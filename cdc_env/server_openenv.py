@@ -38,7 +38,10 @@ from fastapi.responses import JSONResponse
 
 from . import __version__, tools
 from .prompts import AGENT_SYSTEM_PROMPT
-from .server import _ERROR_RESPONSES, ApiError, EnvServer, StartRequest, StepRequest, _token_digest
+from .server.episodes import EnvServer
+from .server.errors import _ERROR_RESPONSES, ApiError
+from .server.limits import _token_digest
+from .server.models import StartRequest, StepRequest
 
 PREFIX = "/openenv"
 _RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim"}
