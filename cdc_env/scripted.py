@@ -30,6 +30,7 @@ from . import paths
 from .env import CdcRepairEnv
 from .errors import CdcError
 from .grade import sha256
+from .report import Report
 from .task import Task, list_tasks, load_task
 
 DESIGN_KINDS = ("reference", "defective", "raw_crossing", "compile_error")
@@ -223,8 +224,7 @@ def _check_final(run: ScriptedRun, exp: dict, task: Task, left_over: bool) -> No
         run.problems.append("the episode ended without a submission")
         return
     if exp.get("requires_gate"):
-        gate = next(s for s in r["stages"] if s["name"] == "gate")
-        if gate["status"] == "not_run" and not run.problems:
+        if Report.from_dict(r).gate_decision == "not_run" and not run.problems:
             run.outcome = "skip"
             run.note = "the static gate does not run yet (run_gate returns not_run); this agent needs it"
             return
