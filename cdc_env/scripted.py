@@ -84,10 +84,9 @@ def compile_error(text: str) -> str:
 
 
 def design_text(task: Task, kind: str) -> str:
-    if kind == "reference":
-        return task.reference_text
-    if kind == "defective":
-        return task.defective_text
+    """One of the task's designs (Task.design), or a variant of the defective one made here."""
+    if kind in ("reference", "defective"):
+        return task.design(kind)
     if kind == "raw_crossing":
         return raw_crossing(task.defective_text)
     if kind == "compile_error":

@@ -60,7 +60,7 @@ def _parity_line(row) -> str:
 
 def cmd_parity(args) -> int:
     from .cli import progress_printer
-    from .parity import DESIGNS, compare_design, design_text, stage_seed_list
+    from .parity import DESIGNS, compare_design, stage_seed_list
 
     _need_verilator()
     seeds_arg = parse_seeds(args.seeds)
@@ -77,7 +77,7 @@ def cmd_parity(args) -> int:
         seeds = stage_seed_list(task, seeds_arg)
         for d in designs:
             for settle in settles:
-                row = compare_design(task, design_text(task, d), seeds, settle=settle, design=d,
+                row = compare_design(task, task.design(d), seeds, settle=settle, design=d,
                                      jobs=args.jobs, certify=args.certify, progress=show)
                 rows.append(row)
                 if not args.json:

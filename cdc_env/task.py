@@ -15,6 +15,8 @@ from pathlib import Path
 from . import paths
 from .errors import CdcError
 
+DESIGN_KINDS = ("defective", "reference", "clean")
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -75,6 +77,19 @@ class Task:
     @property
     def bug_report_text(self) -> str:
         return self.text(self.bug_report)
+
+    def design(self, kind: str) -> str:
+        """The text of one of the task's designs: ``defective`` (the editable file as given),
+        ``reference`` (the fix) or ``clean`` (the design without the bug)."""
+        files = {"defective": self.editable, "reference": self.reference, "clean": self.clean}
+        if kind not in files:
+            raise CdcError(f"unknown design kind '{kind}' (known: {', '.join(DESIGN_KINDS)})")
+        return self.text(files[kind])
+
+    def files(self, text: str) -> dict[str, str]:
+        """The design files the gate and the simulators take: ``text`` as the editable file (a
+        submission, or one of ``design(kind)``) plus the task's read-only sources."""
+        return {self.editable: text, **{rel: self.text(rel) for rel in self.sources}}
 
 
 def _req(table: dict, key: str, where: Path):

@@ -39,7 +39,7 @@ def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim
     simulator = get_simulator(sim)
     work = Path(tempfile.mkdtemp(prefix="cdc-taskgate-"))
     try:
-        design = {task.editable: text, **{rel: task.text(rel) for rel in task.sources}}
+        design = task.files(text)
         b = simulator.build(task, design, work)
         if b.status != "pass":
             return len(seeds), b.status
@@ -93,7 +93,7 @@ def suggest_visible(task: Task, *, fails: int = 4, total: int = 8, candidates: i
     simulator = get_simulator(sim)
     work = Path(tempfile.mkdtemp(prefix="cdc-visible-"))
     try:
-        design = {task.editable: task.defective_text, **{rel: task.text(rel) for rel in task.sources}}
+        design = task.files(task.design("defective"))
         b = simulator.build(task, design, work)
         if b.status != "pass":
             return []
