@@ -82,16 +82,14 @@ def read_submission(path: str) -> bytes:
     return p.read_bytes()
 
 
-def parse_hidden(value: str) -> int | str:
-    if value == "all":
-        return "all"
+def parse_hidden(value: str, *, at_most: int | None = None, task_id: str | None = None) -> int | str:
+    """``--hidden``: seeds.parse_hidden, its ValueError as a one-line CdcError (exit 2)."""
+    from .seeds import parse_hidden as parse  # noqa: PLC0415
+
     try:
-        n = int(value)
-    except ValueError:
-        raise CdcError(f"--hidden takes a number or 'all', not '{value}'") from None
-    if n < 0:
-        raise CdcError("--hidden must be 0 or more")
-    return n
+        return parse(value, at_most=at_most, task_id=task_id)
+    except ValueError as exc:
+        raise CdcError(f"--{exc}") from None
 
 
 def cmd_tasks(args) -> int:
@@ -165,9 +163,7 @@ def cmd_grade(args) -> int:
     from .task import load_task
 
     task = load_task(args.task)
-    hidden = parse_hidden(args.hidden)
-    if isinstance(hidden, int) and hidden > task.seeds.hidden_count:  # as the server answers
-        raise CdcError(f"--hidden must be at most {task.seeds.hidden_count} for task '{task.id}', or 'all'")
+    hidden = parse_hidden(args.hidden, at_most=task.seeds.hidden_count, task_id=task.id)  # as the server does
     data = read_submission(args.file)
     report = grade(task, data, sim=args.sim, hidden=hidden, settle=not args.no_settle,
                    progress=progress_printer(not args.json and sys.stderr.isatty() or args.progress))

@@ -160,3 +160,27 @@ def hidden_seeds(task: Task, count: int | None = None) -> list[int]:
             seen.add(s)
             out.append(s)
     return out[:n]
+
+
+def parse_hidden(value: object, *, at_most: int | None = None, task_id: str | None = None) -> int | str:
+    """How many hidden seeds to grade, decoded once at the edge (CLI, server, batch reader).
+
+    ``value`` is ``"all"``, a whole number >= 0, or the decimal text of one (as a command line
+    gives it). Returns ``"all"`` or the number (``grade(hidden=...)`` takes either). ``at_most``:
+    the task's hidden-seed count (``task_id`` names it in the message). Anything else is a
+    ``ValueError`` with a one-line message that starts with "hidden".
+    """
+    if value == "all":
+        return "all"
+    n = value
+    if isinstance(value, str):
+        try:
+            n = int(value)
+        except ValueError:
+            n = None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"hidden must be a number of 0 or more or 'all', not {value!r}")
+    if at_most is not None and n > at_most:
+        where = f" for task '{task_id}'" if task_id else ""
+        raise ValueError(f"hidden must be at most {at_most}{where}, or 'all'")
+    return n

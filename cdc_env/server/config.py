@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CdcError
+from ..seeds import parse_hidden
 from ..task import Task, load_task
 
 API = "/v1"
@@ -59,6 +60,10 @@ class ServerConfig:
                             ("max_connections", self.max_connections)):
             if value <= 0:
                 raise CdcError(f"{name} must be positive, not {value}")
+        try:
+            self.hidden = parse_hidden(self.hidden)
+        except ValueError as exc:
+            raise CdcError(str(exc)) from None
         if self.sim not in ("icarus", "verilator", "auto"):
             raise CdcError(f"unknown simulator '{self.sim}' (icarus, verilator, auto)")
 

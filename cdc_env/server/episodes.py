@@ -20,6 +20,7 @@ from typing import Any
 from .. import __version__
 from ..errors import CdcError
 from ..proc import bwrap_path
+from ..seeds import parse_hidden
 from ..task import Task
 from .config import ServerConfig
 from .errors import ApiError
@@ -143,11 +144,11 @@ class EnvServer:
         raise ApiError(404, "episode_not_found", "no such episode on this server")
 
     def hidden_for(self, task: Task, hidden: int | str | None) -> int | str:
-        hidden = self.config.hidden if hidden is None else hidden
-        if isinstance(hidden, int) and hidden > task.seeds.hidden_count:
-            raise ApiError(422, "bad_request", f"hidden must be at most {task.seeds.hidden_count} "
-                                               f"for task '{task.id}', or 'all'")
-        return hidden
+        try:
+            return parse_hidden(self.config.hidden if hidden is None else hidden,
+                                at_most=task.seeds.hidden_count, task_id=task.id)
+        except ValueError as exc:
+            raise ApiError(422, "bad_request", str(exc)) from None
 
     # -- operations
     async def start(self, req: StartRequest) -> dict:
