@@ -1,8 +1,8 @@
 """The ``cdc-env`` command line. Every command has ``--json``; bad input gives one line on stderr
 and exit status 2, never a traceback.
 
-Exit status: 0 success (a grade that passed), 1 a grade that did not pass or a check that failed,
-2 bad input or usage, 3 tool_error (the grader could not decide).
+Exit status (cdc_env/errors.py): 0 success (a grade that passed), 1 a grade that did not pass or a
+check that failed, 2 bad input or usage, 3 tool_error (the grader could not decide).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import CdcError
+from .errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, CdcError
 
 # Subcommands that live in other modules: name -> (module, one-line help). Each module defines
 # register(subparsers) (older ones: add_commands). Only the chosen command's module is imported, so
@@ -41,8 +41,6 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "serve": ("server", ("fastapi", "uvicorn", "pydantic")),
     "eval": ("eval", ("openai",)),
 }
-
-EXIT_OK, EXIT_NOT_PASS, EXIT_USAGE, EXIT_TOOL = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):

@@ -7,9 +7,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
 from .fixtures import hack_log, load_fixtures, prove_one, replay_one, run_controls
-
-EXIT_OK, EXIT_DEVIATION, EXIT_TOOL = 0, 1, 3
 
 
 def _sims(value: str) -> list[str]:
@@ -54,7 +53,7 @@ def cmd_replay(args) -> int:
         print(f"{len(rows) - len(bad) - len(und)} passed, {len(bad)} failed"
               + (f", {len(und)} undecided" if und else ""))
     if any(r["ok"] is False for r in rows):
-        return EXIT_DEVIATION
+        return EXIT_NOT_PASS
     return EXIT_TOOL if any(r["ok"] is None for r in rows) else EXIT_OK
 
 
@@ -67,7 +66,7 @@ def cmd_prove(args) -> int:
     else:
         _print_rows(rows, "with the fixture's switch on, it must NOT be caught at its stage")
     if any(r["ok"] is False for r in rows):
-        return EXIT_DEVIATION
+        return EXIT_NOT_PASS
     return EXIT_TOOL if any(r["ok"] is None for r in rows) else EXIT_OK
 
 
@@ -88,7 +87,7 @@ def cmd_controls(args) -> int:
         if rows:
             _print_rows(rows, "controls")
         print(("controls ok: " if ok else "CONTROLS FAILED: ") + message)
-    return EXIT_OK if ok else EXIT_DEVIATION
+    return EXIT_OK if ok else EXIT_NOT_PASS
 
 
 def add_commands(sub) -> None:

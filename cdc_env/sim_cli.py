@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .errors import CdcError
-
-EXIT_OK, EXIT_NOT_PASS = 0, 1
+from .errors import EXIT_NOT_PASS, EXIT_OK, CdcError
 
 
 def _tasks(names: list[str]):
