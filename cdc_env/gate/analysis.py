@@ -160,7 +160,7 @@ def learn_profile(task: Task, trusted: dict[str, str], defective: str, profile_c
             reserved.setdefault(unit, name)
         for macro in policy.macro_names(p):
             shared.setdefault(macro, name)
-    files = {task.editable: defective, **{rel: task.text(rel) for rel in task.sources}}
+    files = task.files(defective)
     fe2, comp, errors = elaborate(files, task.top, [frontend.PRIMARY_SET])
     inst = _top_instance(comp, task.top)
     if errors or inst is None:

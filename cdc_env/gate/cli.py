@@ -23,7 +23,7 @@ def cmd_check(args) -> int:
         out = {"task": task.id, "stage": "allowlist", "status": "refused", "detail": allowed.reason,
                "findings": [], "cpu_s": 0.0}
     else:
-        design = {task.editable: allowed.text, **{rel: task.text(rel) for rel in task.sources}}
+        design = task.files(allowed.text)
         g = run_gate(task, design)
         out = {"task": task.id, "stage": "gate", "status": g.status, "detail": g.detail,
                "findings": g.findings, "cpu_s": round(g.cpu_s, 4)}
