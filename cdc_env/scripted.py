@@ -250,7 +250,8 @@ def run_all(names: list[str] | None = None, tasks: list[str] | None = None, **kw
 
 
 def cmd_scripted(args: argparse.Namespace) -> int:
-    from .cli import EXIT_NOT_PASS, EXIT_OK, parse_hidden
+    from .cli import parse_hidden
+    from .errors import EXIT_NOT_PASS, EXIT_OK
 
     hidden = parse_hidden(args.hidden)
     if args.json:

@@ -36,7 +36,8 @@ def _positive(kind: type, name: str):
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .cli import EXIT_OK, parse_hidden
+    from .cli import parse_hidden
+    from .errors import EXIT_OK
     from .server.app import create_app
     from .server.config import ServerConfig, resolve_tasks
     from .server.run import bind, is_loopback, uvicorn_server

@@ -79,5 +79,5 @@ def test_task_designs_pass_the_gate(tid, which):
     task = load_task(tid)
     text = {"defective": task.defective_text, "clean": task.clean_text,
             "reference": task.reference_text}[which]
-    res = run_gate(task, {task.editable: text, **{rel: task.text(rel) for rel in task.sources}})
+    res = run_gate(task, task.files(text))
     assert (res.status, res.findings) == ("pass", []), res.detail

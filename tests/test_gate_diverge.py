@@ -75,7 +75,7 @@ def test_every_task_design_builds_as_the_gate_sees_it(tmp_path, which):
     for tid in ("handshake", "event", "fifo_01"):
         task = load_task(tid)
         text = getattr(task, f"{which}_text")
-        design = {task.editable: text, **{rel: task.text(rel) for rel in task.sources}}
+        design = task.files(text)
         g = run_gate(task, design)
         work = tmp_path / tid
         files = stage_sources(task, design, work)

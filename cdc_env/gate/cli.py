@@ -12,7 +12,8 @@ import sys
 
 
 def cmd_check(args) -> int:
-    from ..cli import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, read_submission
+    from ..cli import read_submission
+    from ..errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
     from ..submission import allowlist
     from ..task import load_task
     from . import run_gate
