@@ -89,11 +89,11 @@ def run_job(job: GradeJob) -> dict:
 
 
 def data_fingerprint() -> str:
-    """SHA-256 over the task data a grade depends on (tasks, runners, primitives)."""
+    """SHA-256 over the task data a grade depends on (tasks, trusted HDL and runners)."""
     from . import paths
 
     h = hashlib.sha256()
-    for top in (paths.tasks_dir(), paths.data_root() / "runners"):
+    for top in (paths.tasks_dir(), paths.trusted_dir()):
         for p in sorted(top.rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts:
                 h.update(str(p.relative_to(top.parent)).encode() + b"\0" + p.read_bytes())
@@ -292,7 +292,7 @@ def stage_package(dest: Path) -> Path:
     pkg = dest / "cdc_env"
     shutil.copytree(src, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_data"))
     data = paths.data_root()
-    for name in ("tasks", "runners", "tools", "fixtures"):
+    for name in ("tasks", "trusted", "agents", "tools", "fixtures"):
         if (data / name).is_dir():
             shutil.copytree(data / name, pkg / "_data" / name,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -1,4 +1,11 @@
-"""Where the package's run-time data lives: tasks/, runners/, tools/, fixtures/.
+"""Where the package's run-time data lives: tasks/, trusted/, agents/, tools/, fixtures/.
+
+* ``trusted/`` -- everything the verdict rests on and no submission may see or change: the
+  synchronizer primitives and the testbench harness (``trusted/hdl``) and the trusted C/C++ that
+  holds the verdict nonce or runs seeds (``trusted/icarus``, ``trusted/verilator``,
+  ``trusted/stage``).
+* ``agents/`` -- agent-facing data: scripted agents' move lists and the stand-in model's replies.
+* ``tasks/`` -- the tasks (their ``common/CONTRACT.md`` is the primitives' contract the agent reads).
 
 In a source checkout (or an editable install) they are the top-level folders of the repository;
 in a wheel they are bundled under ``cdc_env/_data/`` (see ``[tool.hatch...force-include]`` in
@@ -23,13 +30,28 @@ def tasks_dir() -> Path:
     return data_root() / "tasks"
 
 
+def trusted_dir() -> Path:
+    """The trusted code and HDL the verdict rests on (see the module docstring)."""
+    return data_root() / "trusted"
+
+
+def trusted_source(kind: str, name: str) -> Path:
+    """A trusted runner's source: ``kind`` is its folder (icarus, verilator, stage)."""
+    return trusted_dir() / kind / name
+
+
+def agents_dir(kind: str) -> Path:
+    """Agent-facing data: ``scripted`` (scripted agents) or ``standin`` (stand-in replies)."""
+    return data_root() / "agents" / kind
+
+
 def common_dir() -> Path:
-    """The shared synchronizer primitives and their timing contract."""
+    """The tasks' shared, agent-readable files (the primitives' timing contract)."""
     return tasks_dir() / "common"
 
 
 def primitives_file() -> Path:
-    return common_dir() / "cdc_sync.v"
+    return tb_include_dir() / "cdc_sync.v"
 
 
 def contract_file() -> Path:
@@ -37,7 +59,8 @@ def contract_file() -> Path:
 
 
 def tb_include_dir() -> Path:
-    return data_root() / "runners" / "tb"
+    """The trusted HDL: primitives (cdc_sync.v) and testbench harness (*.vh)."""
+    return trusted_dir() / "hdl"
 
 
 def tb_includes() -> list[Path]:

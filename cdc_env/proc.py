@@ -351,7 +351,7 @@ def userns_ok() -> bool:
 
 
 def hidden_paths() -> list[Path]:
-    """The package's own files: its sources, task folders (reference fixes), runners and cache."""
+    """The package's own files: its sources, task folders (reference fixes), trusted runners and cache."""
     from . import paths  # noqa: PLC0415 -- paths imports nothing of ours; kept local for clarity
 
     out = [Path(__file__).resolve().parent, paths.data_root().resolve(), paths.tasks_dir().resolve()]

@@ -1,4 +1,4 @@
-"""Scripted agents: fixed move lists (``runners/scripted/*.json``) replayed against CdcRepairEnv.
+"""Scripted agents: fixed move lists (``agents/scripted/*.json``) replayed against CdcRepairEnv.
 
 An agent file names its moves (tool + arguments, optionally repeated) and what must happen: per
 move the error code and text the observation must hold, at the end the verdict, reward, budgets
@@ -42,7 +42,7 @@ _THROUGH = {"d_i": "q_o", "pulse_i": "pulse_o"}
 
 
 def agents_dir() -> Path:
-    return paths.data_root() / "runners" / "scripted"
+    return paths.agents_dir("scripted")
 
 
 def load_agents() -> dict[str, dict]:

@@ -68,7 +68,7 @@ class SeedPlan:
     stim_key: int
     settle_key: int
     stimulus: dict[str, int]
-    gray_check: bool = False  # hidden seeds: +cdc_gray_check=1 (runners/tb/cdc_tb.vh, every family)
+    gray_check: bool = False  # hidden seeds: +cdc_gray_check=1 (trusted/hdl/cdc_tb.vh, every family)
 
     def plusargs(self, *, settle: bool, nonce: int) -> list[str]:
         args = [

@@ -8,7 +8,7 @@ and a zero exit status. Anything else -- no such line, two of them, a crash, a f
 
 The verdict channel holds without the static gate: the nonce goes into a pipe (``CDC_VERDICT_FD``)
 read by trusted code outside the Verilog before any Verilog runs -- Icarus: the VPI module
-runners/icarus/cdc_verdict.c; Verilator: the C++ main -- which prints the line when the
+trusted/icarus/cdc_verdict.c; Verilator: the C++ main -- which prints the line when the
 testbench's emit_verdict calls it, and refuses a call from anywhere but the testbench. The nonce
 is never a plusarg, an environment variable or a file, and tools run without /proc.
 
@@ -318,7 +318,7 @@ VPI_NAME = "cdc_verdict"
 
 
 def vpi_source() -> Path:
-    return paths.data_root() / "runners" / "icarus" / f"{VPI_NAME}.c"
+    return paths.trusted_source("icarus", f"{VPI_NAME}.c")
 
 
 def vpi_module(*, sandbox: bool = True) -> Path:
@@ -376,8 +376,8 @@ _RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n"
 
 
 def stage_runner(*, sandbox: bool = True) -> Path:
-    """The cached trusted seed runner (runners/stage/cdc_seed_runner.c), built with gcc."""
-    src = paths.data_root() / "runners" / "stage" / f"{RUNNER}.c"
+    """The cached trusted seed runner (trusted/stage/cdc_seed_runner.c), built with gcc."""
+    src = paths.trusted_source("stage", f"{RUNNER}.c")
     return cached_binary("seed-runner", src, RUNNER, f"gcc -O2 -o {RUNNER} {RUNNER}.c", "1", sandbox=sandbox)
 
 

@@ -2,7 +2,7 @@
 
 It answers ``POST /v1/chat/completions`` (and ``GET /v1/models``) over real HTTP on 127.0.0.1, so
 an evaluation run talks to it through the official ``openai`` client exactly as it would talk to a
-hosted model. The request's ``model`` names a script in ``runners/standin/*.json``; the script is
+hosted model. The request's ``model`` names a script in ``agents/standin/*.json``; the script is
 a list of replies, and the reply sent is chosen by how many assistant messages the conversation
 already holds (reply 0 answers the first request, reply 1 the request after the model's first
 turn, ...; past the end the last reply repeats), so one script serves a one-shot answer or a
@@ -63,7 +63,7 @@ _MAX_BODY = 8 << 20
 
 
 def scripts_dir() -> Path:
-    return paths.data_root() / "runners" / "standin"
+    return paths.agents_dir("standin")
 
 
 def load_scripts() -> dict[str, dict]:

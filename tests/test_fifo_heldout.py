@@ -65,7 +65,7 @@ def test_no_minted_source_is_in_the_repository(tmp_path):
     minted = {hashlib.sha256(b).hexdigest() for b in _tree(tmp_path / "set").values()}
     ids = [v["id"] for v in m["variants"]]
     root = paths.data_root()
-    for folder in ("tasks", "heldout", "cdc_env", "tests", "fixtures", "runners", "tools"):
+    for folder in ("tasks", "heldout", "cdc_env", "tests", "fixtures", "trusted", "agents", "tools"):
         for f in (root / folder).rglob("*"):
             if not f.is_file() or f.stat().st_size > 4 << 20:
                 continue

@@ -1,4 +1,4 @@
-"""cdc_ram, the provided cross-domain storage (tasks/common/cdc_sync.v), and its model: an entry
+"""cdc_ram, the provided cross-domain storage (trusted/hdl/cdc_sync.v), and its model: an entry
 written less than one read cycle before the read-domain edge that captures it may read old bits,
 per bit, chosen from the seed; once a read-domain edge has passed it reads what was written; with
 late settling off every read is ideal. A correct FIFO never reads an entry that young; a design

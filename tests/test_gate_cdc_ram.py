@@ -2,7 +2,7 @@
 with write ports from the wclk_i domain and the read address from the rclk_i domain, refuses it
 rewired or fed from the wrong domain, and refuses any other memory that crosses domains.
 
-Until the FIFO branch appends cdc_ram to tasks/common/cdc_sync.v, the tests append the module
+Until the FIFO branch appends cdc_ram to trusted/hdl/cdc_sync.v, the tests append the module
 (port list as specified) to a copy of the primitives file."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The design is the classic Gray-pointer asynchronous FIFO (Cummings, SNUG 2002): 
 ``a``, read domain ``b``, binary and Gray pointers one bit wider than the address, each pointer
 crossing through a ``cdc_sync_bus`` (or per-bit ``cdc_sync_bit``), full from the synchronized read
 pointer, the read side's fill count from the synchronized write pointer. The storage is the
-provided ``cdc_ram`` primitive (tasks/common/cdc_sync.v): written in the write domain, read in the
+provided ``cdc_ram`` primitive (trusted/hdl/cdc_sync.v): written in the write domain, read in the
 read domain, with a model in which an entry written less than one read cycle ago may read old
 bits; no task declares ``cross_memories``. The read side commits to a burst of ``burst`` words
 (any length, not only a power of two) once its synchronized fill count reaches ``burst``, and

@@ -82,7 +82,7 @@ static bool is_nonce(const std::string& s) {
     return true;
 }
 
-// Called by the testbench's emit_verdict (runners/tb/cdc_tb.vh) through DPI.
+// Called by the testbench's emit_verdict (trusted/hdl/cdc_tb.vh) through DPI.
 void cdc_verdict(svBit pass, unsigned int n_checks, unsigned long long hash, unsigned long long t,
                  const char* msg) {
     if (!is_nonce(g_nonce)) {

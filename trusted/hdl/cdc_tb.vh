@@ -69,7 +69,7 @@
   // Gray check (FIFO family). A testbench that wants it defines CDC_GRAY_MONITOR as its own
   // module name before including this file; every cdc_sync_bus instance then calls
   // cdc_sync_note(n) with the bits of its d_i that changed for the first time in the current time
-  // step (tasks/common/cdc_sync.v). No two clock edges coincide, so one time step is one source
+  // step (trusted/hdl/cdc_sync.v). No two clock edges coincide, so one time step is one source
   // clock edge, and the sum over every synchronizer is what that edge changed across all
   // crossings into the other domain. With +cdc_gray_check=1 (the grader passes it on hidden
   // seeds) a sum above one, once both resets are released, fails the seed. Counting is by

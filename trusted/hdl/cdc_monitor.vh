@@ -1,4 +1,4 @@
-// cdc_monitor.vh -- the interface between the synchronizer primitives (tasks/common/cdc_sync.v)
+// cdc_monitor.vh -- the interface between the synchronizer primitives (trusted/hdl/cdc_sync.v)
 // and the module that the macro CDC_SYNC_MONITOR names (every task testbench, through
 // cdc_tb.vh; the cocotb wrapper tests/cocotb/prim_top.v). The includer provides three tasks,
 // which the primitives call by hierarchical name:

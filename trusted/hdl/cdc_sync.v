@@ -22,7 +22,7 @@
 //     The source clock is the task clock that does not drive clk_i. The instance learns which
 //     task clock drives it from the time of its own edges (clock a edges fall at 1 (mod 4) ps,
 //     clock b edges at 3) and asks the testbench for the source clock's latest edge time
-//     (cdc_src_edge in runners/tb/cdc_monitor.vh, the module named by the macro
+//     (cdc_src_edge in trusted/hdl/cdc_monitor.vh, the module named by the macro
 //     CDC_SYNC_MONITOR), which the testbench computes from its own clock parameters. Nothing
 //     else enters: no other instance's activity and no design signal, so a design cannot choose
 //     which of its crossings may settle late. A Gray pointer split over one cdc_sync_bit per
@@ -69,7 +69,7 @@
 // Gray check hook across instances (used by the FIFO family's testbenches; absent unless the
 // testbench defines the macro CDC_GRAY_MONITOR before this file is compiled): every change of
 // d_i reports the number of bits that changed for the first time in the current time step to
-// `CDC_GRAY_MONITOR.cdc_sync_note(n) (runners/tb/cdc_tb.vh). The sum over all instances in one
+// `CDC_GRAY_MONITOR.cdc_sync_note(n) (trusted/hdl/cdc_tb.vh). The sum over all instances in one
 // time step is what one source clock edge changed across every crossing; the testbench fails
 // the seed when it exceeds one. Instances report themselves, so the check follows the
 // primitives whatever the signals are called. The hooks read d_i only and never touch the
