@@ -33,6 +33,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -406,7 +407,13 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     for p in ro_paths:
         if any(Path(p).resolve().is_relative_to(h) for h in hide):
             argv += ["--ro-bind", str(p), str(p)]
-    argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch), "--chdir", str(scratch),
+    argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch)]
+    if not writable:
+        # Seeds write only to their /tmp: bubblewrap's root and /dev (tmpfs, writable by default)
+        # go read-only, so nothing written by one seed survives it when seeds share a sandbox
+        # (the stage runner empties /tmp after each seed).
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
+    argv += ["--chdir", str(scratch),
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", str(scratch)]
     return argv
 
@@ -508,8 +515,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
     """Run ``argv`` in ``cwd`` within ``limits``; never raises for the child's behaviour.
 
     pass_fds: file descriptors the tool inherits (kept open through bubblewrap).
-    writable: False runs the tool with ``cwd`` read-only and its own writable /tmp, the folder
-        ``cwd/.tmp-<tag>`` (sandbox only).
+    writable: False runs the tool with ``cwd`` read-only and its own writable /tmp, a fresh
+        folder outside ``cwd`` removed after the run (sandbox only).
     """
     cwd = Path(cwd)
     acc = accounting()
@@ -521,11 +528,12 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
             cg = None
     status_r = status_w = -1
     cpu_file: Path | None = None
+    private_tmp: Path | None = None
     if sandbox:
-        private_tmp = None
         if not writable:
-            private_tmp = cwd / f".tmp-{tag}"
-            private_tmp.mkdir(exist_ok=True)
+            # Outside the build folder: a seed sees the build folder (read-only), so a /tmp inside
+            # it would be readable by every seed running beside this one.
+            private_tmp = Path(tempfile.mkdtemp(prefix=f"cdc-tmp-{tag}-"))
         prefix = sandbox_argv(cwd, ro_paths, writable=writable, private_tmp=private_tmp)
         for k, v in (sandbox_env or {}).items():
             prefix += ["--setenv", k, v]
@@ -568,6 +576,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 os.close(fd)
         if cg is not None:
             cg.remove()
+        if private_tmp is not None:
+            shutil.rmtree(private_tmp, ignore_errors=True)
         return ProcResult(127, "", f"cannot start {argv[0]}: {exc}", 0.0, 0.0, 0, False, False,
                           accounting=acc.method)
     if status_w >= 0:
@@ -634,6 +644,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 cpu += _sandboxed_cpu(cpu_file.read_text()) if cpu_file is not None else 0.0
             except OSError:
                 pass
+        if private_tmp is not None:
+            shutil.rmtree(private_tmp, ignore_errors=True)
         if rc > 128 and not timed_out.is_set():
             rc = -(rc - 128)  # a signal-killed child is reported as 128 + signal
         elif rc > 0 and not exited and not (timed_out.is_set() or flooded.is_set() or limit_hit):
