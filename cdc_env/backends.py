@@ -434,12 +434,15 @@ def job_dict(job: GradeJob) -> dict:
 
 def grade_function(backend: Backend) -> Callable[..., dict]:
     """A drop-in for ``cdc_env.grade`` that grades on ``backend`` (started by the caller): same
-    positional arguments, the keywords ``sim``, ``hidden``, ``gate``; returns the report. Thread-safe,
+    positional arguments, the keywords ``sim``, ``hidden``, ``gate`` (and ``sandbox``, which must be
+    True); returns the report. Thread-safe,
     blocking: each calling thread waits for its own grade while the backend runs many at once.
     A grade that could not be made comes back as a ``tool_error`` report with ``batch_error``."""
 
     def grade_on_backend(task: object, submission: str | bytes, *, sim: str = "icarus",
-                         hidden: int | str | None = "all", gate: bool = True) -> dict:
+                         hidden: int | str | None = "all", gate: bool = True, sandbox: bool = True) -> dict:
+        if not sandbox:
+            raise CdcError("a backend always grades under bubblewrap; sandbox=False grades in-process only")
         tid = task if isinstance(task, str) else task.id  # type: ignore[attr-defined]
         text = submission.decode("utf-8", "replace") if isinstance(submission, bytes) else submission
         row = backend.grade(GradeJob(id=0, task=tid, submission=text, sim=sim, hidden=hidden or 0, gate=gate))
