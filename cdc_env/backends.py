@@ -74,14 +74,45 @@ def error_row(job: GradeJob, reason: str) -> dict:
             "cpu_s": 0.0, "wall_s": 0.0, "batch_error": True}
 
 
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds of each live thread of this process (Linux ``/proc/self/task``; empty elsewhere)."""
+    out: dict[int, float] = {}
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            out[int(t.name)] = int((t / "schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def foreign_cpu(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU that threads alive before and after a grade, other than the grading thread, used
+    meanwhile: not the grade's (Ray's io and polling threads in a Ray worker, the pool's feeder).
+    The grade's own seed threads are born and joined inside the grade, so they are not among them."""
+    me = threading.get_native_id()
+    return sum(after[t] - before[t] for t in before.keys() & after.keys() if t != me and after[t] > before[t])
+
+
 def run_job(job: GradeJob) -> dict:
-    """Grade ``job`` in this process; the report with ``id`` first. Never raises."""
+    """Grade ``job`` in this process; the report with ``id`` first. Never raises.
+
+    ``cpu_s`` is the grade's own CPU, measured the same way wherever it runs: ``grade`` counts the
+    process's CPU while it ran plus its tool runs (their cgroups), and the CPU of the threads that
+    are not the grade's -- a Ray worker's own threads, measured per thread -- is taken out of it."""
     try:
         from .grade import grade
         from .task import load_task
 
+        before = thread_cpu()
         report = grade(load_task(job.task), job.submission, sim=job.sim, hidden=job.hidden, jobs=job.jobs,
                        gate=job.gate)
+        other = foreign_cpu(before, thread_cpu())
+        if other and isinstance(report.get("cpu_s"), (int, float)):
+            report["cpu_s"] = round(max(0.0, report["cpu_s"] - other), 3)
     except Exception as exc:  # a grader bug must not take the batch down; it is recorded
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return error_row(job, f"the grader raised {tb}")
