@@ -337,6 +337,14 @@ def ray_runtime_env(folder: Path) -> dict:
     return {"py_modules": [str(stage_package(folder))]}
 
 
+# A cluster started for the run (``--ray local``) starts no idle workers: a job that ships the
+# package runs in workers made with its runtime environment, so the ones Ray prestarts without it
+# would only import Ray, idle and poll (about 1 CPU-s each at start); and no metrics are collected
+# (nobody reads them; a periodic export in every process).
+LOCAL_SYSTEM_CONFIG = {"enable_worker_prestart": False, "prestart_worker_first_driver": False,
+                       "enable_metrics_collection": False}
+
+
 class RayBackend(Backend):
     """One Ray task per grade on an existing cluster (or a local one for ``address="local"``)."""
 
@@ -377,6 +385,7 @@ class RayBackend(Backend):
                 env["py_modules"] = [*env.get("py_modules", []), *shipped]
             try:
                 if self.address == "local":
+                    kwargs["_system_config"] = {**LOCAL_SYSTEM_CONFIG, **kwargs.get("_system_config", {})}
                     ray.init(include_dashboard=False, log_to_driver=False, runtime_env=env, **kwargs)
                 else:
                     ray.init(address=self.address, log_to_driver=False, runtime_env=env, **kwargs)
