@@ -21,7 +21,8 @@ Backends:
   ``max_attempts`` times per grade; a grade is recorded once, by whoever consumes the future.
 * ``RayBackend(address)`` -- an existing Ray cluster (``"auto"``, ``"ray://host:10001"``,
   ``"host:6379"``), or a local one when ``address`` is ``"local"``. One Ray task per grade
-  (``num_cpus=1``), retried by Ray when its worker or node dies (``max_retries``). The package and
+  (``num_cpus=1``), retried by Ray when its worker or node dies (``max_retries``). The task grades
+  in a lean child process of its Ray worker (``LeanGrader``), not in the Ray worker itself. The package and
   its task data are shipped to every node through Ray's runtime environment (``py_modules``: a
   staged copy of ``cdc_env`` with ``_data/`` bundled), so every node grades with the driver's own
   code and task files, not whatever is installed there. At start one check task is pinned to
