@@ -114,16 +114,46 @@ class CpuMeter:
 METER: CpuMeter | None = None
 
 
+def by_process() -> dict[str, float]:
+    """CPU seconds so far of each live process of the meter's cgroup (with its reaped children),
+    grouped by what it is: the driver (this process), Ray's grading workers, Ray's own services."""
+    if METER is None or METER.path is None:
+        return {}
+    out: dict[str, float] = {}
+    for pid in (METER.path / "cgroup.procs").read_text().split():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = (b" ".join(cmd)).decode("utf-8", "replace")
+        key = ("driver (this process)" if int(pid) == os.getpid() else
+               "Ray grading workers (their grades included)" if name.startswith("ray::") else
+               "gcs_server" if "gcs_server" in name else "raylet" if "raylet" in name else
+               "Ray's Python agents (dashboard, runtime env, log monitor)" if "ray" in name else
+               "pool workers and forkserver" if "python" in name else "tools in flight")
+        out[key] = out.get(key, 0.0) + sum(int(x) for x in fields[11:15]) / CLK
+    return out
+
+
 def measured(backend: Backend) -> dict:
-    """Wrap ``backend.close`` so that the CPU is read just before it shuts down."""
-    box: dict = {"cpu0": METER.read()}
-    close = backend.close
+    """Wrap ``start`` and ``close``: the CPU when the backend is ready and just before it shuts down."""
+    box: dict = {"cpu0": METER.read(), "procs0": by_process()}
+    start, close = backend.start, backend.close
+
+    def start_and_measure() -> list[dict]:
+        rows = start()
+        box["cpu_started"] = METER.read()
+        return rows
 
     def close_and_measure() -> None:
         if "cpu1" not in box:
             box["cpu1"] = METER.read()
+            box["procs1"] = by_process()
         close()
 
+    backend.start = start_and_measure  # type: ignore[method-assign]
     backend.close = close_and_measure  # type: ignore[method-assign]
     return box
 
@@ -143,10 +173,15 @@ def run_backend(name: str, backend: Backend, pred: Path, out: Path, hidden: int)
     cpu = box["cpu1"] - box["cpu0"]
     if not METER.exact:  # the tree misses the sandboxed simulators: add the reports' figures
         cpu += s["cpu_s"]["total"]
+    p0, p1 = box["procs0"], box.get("procs1", {})
+    procs = {k: round(v - p0.get(k, 0.0), 1) for k, v in sorted(p1.items()) if v - p0.get(k, 0.0) >= 0.05}
+    if procs:  # tool runs inside bubblewrap's PID namespace reach no process's counters, only the cgroup
+        procs["tool runs in the sandbox (cgroup only)"] = round(cpu - sum(procs.values()), 1)
     return {"backend": name, "graded": s["graded"], "not_graded": s["not_graded"], "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "grade_cpu_s": s["cpu_s"]["total"],
+            "cpu_s": round(cpu, 1), "grade_cpu_s": round(s["cpu_s"]["total"], 1),
+            "start_cpu_s": round(box.get("cpu_started", box["cpu0"]) - box["cpu0"], 1),
             "grades_per_core_hour": round(3600 * s["graded"] / cpu) if cpu else None,
-            "summary": s}
+            "by_process_cpu_s": procs, "summary": s}
 
 
 def main() -> int:
@@ -189,7 +224,8 @@ def run(args: argparse.Namespace) -> int:
         if not METER.exact:
             base_cpu += reported
         rows.append({"backend": "one by one, in-process", "graded": len(jobs), "wall_s": round(base_wall, 1),
-                     "cpu_s": round(base_cpu, 1), "grades_per_core_hour": round(3600 * len(jobs) / base_cpu)})
+                     "cpu_s": round(base_cpu, 1), "grade_cpu_s": round(reported, 1), "start_cpu_s": 0.0,
+                     "grades_per_core_hour": round(3600 * len(jobs) / base_cpu)})
         print(f"single-grade cost: {base_cpu:.1f} CPU-s for {len(jobs)} grades", flush=True)
     for name in ("pool", "ray"):
         if name in args.skip:
@@ -204,12 +240,17 @@ def run(args: argparse.Namespace) -> int:
                                 backend, pred, folder, args.hidden))
         rc = make_predictions.check(pred, folder)
         rows[-1]["expected_verdicts"] = rc == 0
-    print("\n| backend | grades | wall s | CPU s (all processes) | grades per core-hour | "
-          "overhead vs one by one |\n|---|---|---|---|---|---|")
+    print("\n| backend | grades | wall s | CPU s (all processes) | of it the grades' own | start-up | "
+          "grades per core-hour | CPU vs the grades' own | CPU vs one by one |\n" + "|---" * 9 + "|")
     for r in rows:
         over = f"{r['cpu_s'] / base_cpu:.3f}x" if base_cpu else "-"
-        print(f"| {r['backend']} | {r['graded']} | {r['wall_s']} | {r['cpu_s']} "
-              f"| {r['grades_per_core_hour']} | {over} |")
+        own = f"{r['cpu_s'] / r['grade_cpu_s']:.3f}x" if r.get("grade_cpu_s") else "-"
+        print(f"| {r['backend']} | {r['graded']} | {r['wall_s']} | {r['cpu_s']} | {r['grade_cpu_s']} "
+              f"| {r['start_cpu_s']} | {r['grades_per_core_hour']} | {own} | {over} |")
+    for r in rows:
+        if r.get("by_process_cpu_s"):
+            print(f"\n{r['backend']}, CPU-s by process: " + ", ".join(f"{k} {v}" for k, v in
+                                                                    r["by_process_cpu_s"].items()))
     ok = all(r.get("expected_verdicts", True) for r in rows)
     if "pool" not in args.skip and "ray" not in args.skip:
         diffs = compare_results(out / "pool", out / "ray")

@@ -16,6 +16,7 @@ import json
 import re
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from . import paths, tools
@@ -52,6 +53,10 @@ class CdcRepairEnv:
         sandbox: run every build and simulation under bubblewrap (the default, and required:
             without ``bwrap`` the constructor raises). ``False`` only where bubblewrap cannot
             run; the static gate is then the only guard.
+        grader: what grades a ``submit`` (default ``cdc_env.grade.grade``, here in this process):
+            any function with ``grade``'s arguments ``(task, text, *, sim, hidden, gate,
+            sandbox)`` returning its report, e.g. ``cdc_env.backends.grade_function(backend)`` to
+            grade on a local pool or a Ray cluster. ``run_visible`` always runs here.
 
     Episode rules:
         * ``reset()`` starts an episode: the working copy becomes the task's defective file and
@@ -110,7 +115,8 @@ class CdcRepairEnv:
 
     def __init__(self, task_dir: str | Path | Task, repo_root: str | Path | None = None, *,
                  max_steps: int = 30, max_sim_runs: int = 6, hidden: int | str | None = DEFAULT_HIDDEN,
-                 sim: str = "icarus", gate: bool = True, sandbox: bool = True) -> None:
+                 sim: str = "icarus", gate: bool = True, sandbox: bool = True,
+                 grader: Callable[..., dict] | None = None) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
         if isinstance(max_sim_runs, bool) or not isinstance(max_sim_runs, int) or max_sim_runs < 0:
@@ -130,6 +136,7 @@ class CdcRepairEnv:
             raise CdcError("CdcRepairEnv runs agent designs under bubblewrap, which is missing: "
                            "apt-get install -y bubblewrap (or pass sandbox=False to rely on the gate alone)")
         self.sim, self.hidden, self.gate, self.sandbox = sim, hidden, gate, sandbox
+        self._grader = grader
         self.max_steps, self.max_sim_runs = max_steps, max_sim_runs
         self._contract = paths.contract_file().read_text(encoding="utf-8")
         self._lock = threading.Lock()
@@ -335,8 +342,8 @@ class CdcRepairEnv:
         return self._contract, None
 
     def _submit(self) -> dict:
-        return grade(self.task, self._design, sim=self.sim, hidden=self.hidden, gate=self.gate,
-                     sandbox=self.sandbox)
+        return (self._grader or grade)(self.task, self._design, sim=self.sim, hidden=self.hidden,
+                                       gate=self.gate, sandbox=self.sandbox)
 
     def _run_visible(self) -> tuple[str, str | None]:
         if self._sim_runs >= self.max_sim_runs:

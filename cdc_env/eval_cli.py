@@ -4,7 +4,8 @@ and prints.
 
 Exit status of ``eval``: 0 the run finished (whatever the model scored), 1 the endpoint cannot be
 reached or refuses requests, the controls failed (nothing was run or written), or rollouts ended in
-endpoint errors (not results: ``--resume`` runs them again), 2 bad input.
+endpoint errors (not results: ``--resume`` runs them again), 2 bad input, 3 ``--workers``/``--ray``
+gave no machine that can grade.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .cli import EXIT_NOT_PASS, EXIT_OK, parse_hidden
+    from .backends import grade_function, make_backend
+    from .cli import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
+    from .errors import CdcError
     from .evaluate import (
         ControlsFailed,
         EndpointUnavailable,
@@ -26,6 +29,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         summary_markdown,
     )
 
+    if args.workers is not None and args.ray:
+        print("cdc-env: choose --workers or --ray, not both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.workers is not None and args.workers < 1:
+        print("cdc-env: --workers must be 1 or more", file=sys.stderr)
+        return EXIT_USAGE
     tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
     settings = EvalSettings(
         mode=args.mode, base_url=args.base_url, model=args.model, tasks=tasks, api_key_env=args.api_key_env,
@@ -33,11 +42,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
         max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
         max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries)
     progress = None if args.json else ProgressBar(tty=True if args.progress else None)
+    backend = None
+    if args.workers is not None or args.ray:
+        try:
+            backend = make_backend(workers=args.workers, ray=args.ray, sim=args.sim,
+                                   ship=not args.ray_no_ship)
+        except CdcError as exc:  # e.g. Ray is not installed
+            print(f"cdc-env: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            nodes = backend.start()
+        except CdcError as exc:
+            print(f"cdc-env: {exc}", file=sys.stderr)
+            return EXIT_TOOL
+        on_ray = backend.name == "ray"
+        for n in nodes:
+            if not n.get("ok"):
+                where = f"node {n.get('address')}" if on_ray else "this machine"
+                print(f"cdc-env: {where} cannot grade{' and was not used' if on_ray else ''}: "
+                      f"{'; '.join(n.get('problems') or [])}", file=sys.stderr)
     try:
-        summary = run_eval(settings, args.out, resume=args.resume, progress=progress)
+        summary = run_eval(settings, args.out, resume=args.resume, progress=progress,
+                           grader=grade_function(backend) if backend else None,
+                           grades_on={**backend.info(), "nodes": backend.nodes} if backend else None)
     except (ControlsFailed, EndpointUnavailable) as exc:
         print(f"cdc-env: {exc}", file=sys.stderr)
         return EXIT_NOT_PASS
+    finally:
+        if backend is not None:
+            backend.close()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -95,6 +128,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--resume", action="store_true",
                    help="continue the run in --out, skipping finished rollouts")
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="grade on a local pool of N worker processes (default: in this process)")
+    s.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="grade on a Ray cluster: its address, 'auto' or 'local'; needs cdc_env[ray]. "
+                        "run_visible and the controls stay on this machine")
+    s.add_argument("--ray-no-ship", action="store_true",
+                   help="use the cdc_env installed on the Ray nodes instead of shipping this one")
     s.add_argument("--max-steps", type=int, default=30, help="agentic: tool-call budget (default 30)")
     s.add_argument("--max-sim-runs", type=int, default=6, help="agentic: run_visible budget (default 6)")
     s.add_argument("--temperature", type=float, default=None)

@@ -406,6 +406,7 @@ class Rollout:
     tokens_out: int = 0
     retries: int = 0
     wall_s: float = 0.0
+    grader: Callable[..., dict] = field(default=grade, repr=False)  # local, or a backend's (scale.md)
 
     def ask(self, endpoint: Endpoint, tools: list[dict] | None = None) -> Reply:
         try:
@@ -428,7 +429,7 @@ class Rollout:
         self.label, self.failed_stage = report["verdict"], report["failed_stage"]
         if gate_result(report) == "refused":
             s = self.settings
-            self.gate_off_report = grade(self.task, submission, sim=s.sim, hidden=s.hidden, gate=False)
+            self.gate_off_report = self.grader(self.task, submission, sim=s.sim, hidden=s.hidden, gate=False)
 
     def row(self, out_dir: Path) -> dict:
         r = self.report
@@ -506,13 +507,13 @@ def run_oneshot(ro: Rollout, endpoint: Endpoint) -> None:
         ro.label, ro.failed_stage = "refused_parse", "parse"
         return
     s = ro.settings
-    ro.graded(parsed.text, grade(ro.task, parsed.text, sim=s.sim, hidden=s.hidden))
+    ro.graded(parsed.text, ro.grader(ro.task, parsed.text, sim=s.sim, hidden=s.hidden))
 
 
 def run_agentic(ro: Rollout, endpoint: Endpoint) -> None:
     s = ro.settings
     with CdcRepairEnv(ro.task, max_steps=s.max_steps, max_sim_runs=s.max_sim_runs, hidden=s.hidden,
-                      sim=s.sim) as env:
+                      sim=s.sim, grader=ro.grader) as env:
         first = env.reset()
         ro.messages = agent_messages(ro.task, s.max_steps, s.max_sim_runs)
         ro.messages[-1]["content"] = first["observation"]  # the prompt plus the budget line
@@ -557,9 +558,10 @@ def _step_log(name: str, args: object, res: dict) -> dict:
     return {"tool": name, "arguments": args, **{k: v for k, v in res.items() if k != "report"}}
 
 
-def run_rollout(task: Task, sample: int, settings: EvalSettings, endpoint: Endpoint, out_dir: Path) -> dict:
+def run_rollout(task: Task, sample: int, settings: EvalSettings, endpoint: Endpoint, out_dir: Path,
+                grader: Callable[..., dict] = grade) -> dict:
     """Run, grade and save one rollout; return its row. Endpoint failures become a row too."""
-    ro = Rollout(task, sample, settings)
+    ro = Rollout(task, sample, settings, grader=grader)
     t0 = time.monotonic()
     try:
         (run_oneshot if settings.mode == "oneshot" else run_agentic)(ro, endpoint)
@@ -760,13 +762,19 @@ def _metadata(settings: EvalSettings, tasks: list[Task], controls: tuple[bool, l
 
 
 def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = False,
-             controls: Controls | None = None, progress: Progress | None = None) -> dict:
+             controls: Controls | None = None, progress: Progress | None = None,
+             grader: Callable[..., dict] | None = None, grades_on: dict | None = None) -> dict:
     """Controls, then every (task, sample) rollout not yet finished; returns the summary.
 
     Raises ``EndpointUnavailable`` when the endpoint cannot be reached (checked first, before the
     controls) or refuses every request, ``ControlsFailed`` (nothing written, no model called) when
     the controls misbehave, and ``CdcError`` on bad settings or an output folder that holds another
     run. ``resume`` continues the run in ``out_dir`` with the same settings; ``samples`` may grow.
+
+    ``grader`` grades the submissions (default ``cdc_env.grade.grade`` in this process): a backend's
+    ``grade_function`` puts the one-shot grades, the agentic submit grades and the gate-off regrades
+    on a local pool or a Ray cluster (docs/scale.md); ``run_visible`` and the controls stay local.
+    ``grades_on`` (the backend's ``info()``) is recorded in metadata.json.
     """
     settings.check()
     tasks = resolve_tasks(settings.tasks)
@@ -803,6 +811,7 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
     if not resume:
         results.path.write_text("", encoding="utf-8")
     meta = _metadata(settings, tasks, (ok, rows, message))
+    meta["grades_on"] = grades_on or {"backend": "in-process"}
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     done_keys = {(r["task"], r["sample"]) for r in finished}
@@ -813,7 +822,7 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
 
     def one(item: tuple[Task, int]) -> None:
         nonlocal count
-        row = run_rollout(item[0], item[1], settings, endpoint, out)
+        row = run_rollout(item[0], item[1], settings, endpoint, out, grader or grade)
         results.append(row)
         with lock:
             all_rows.append(row)

@@ -230,3 +230,51 @@ def test_core_never_imports_ray():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_grades_cpu_leaves_out_the_other_threads_of_its_process():
+    """A Ray worker's own threads run beside the grade: their CPU is not the grade's. A spinning
+    thread alive across the window is counted as foreign; the calling thread's own work is not."""
+    from cdc_env.backends import foreign_cpu, thread_cpu
+
+    stop = threading.Event()
+    spun = {}
+
+    def spin() -> None:
+        t0 = time.thread_time()
+        while not stop.is_set():
+            sum(range(2000))
+        spun["cpu"] = time.thread_time() - t0
+
+    t = threading.Thread(target=spin)
+    t.start()
+    before = thread_cpu()
+    mine0 = time.thread_time()
+    while time.thread_time() - mine0 < 0.3:  # the "grade": CPU in this thread
+        sum(range(2000))
+    after = thread_cpu()
+    stop.set()
+    t.join()
+    other = foreign_cpu(before, after)
+    assert 0 < other <= spun["cpu"] + 0.01
+    assert other <= sum(after.values()) - sum(before.values()) - 0.29  # without this thread's 0.3 CPU-s
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None or shutil.which("bwrap") is None,
+                    reason="iverilog and bubblewrap are needed")
+def test_lean_grader_grades_in_its_child_and_survives_its_death():
+    """What a Ray task runs: the job goes to a plain child process; a killed child is restarted."""
+    from cdc_env.backends import LeanGrader
+
+    t = load_task("handshake")
+    lean = LeanGrader()
+    try:
+        first = lean.grade(GradeJob(id="a", task="handshake", submission=t.reference_text, hidden=1))
+        child = lean._proc.pid
+        assert (first["id"], first["verdict"]) == ("a", "pass") and child != os.getpid()
+        os.kill(child, signal.SIGKILL)
+        lean._proc.wait()
+        second = lean.grade(GradeJob(id="b", task="handshake", submission=t.defective_text, hidden=1))
+        assert (second["id"], second["verdict"]) == ("b", "fail") and lean._proc.pid != child
+    finally:
+        lean.close()

@@ -284,3 +284,81 @@ def test_resume_can_add_samples_but_not_drop_them(server, tmp_path):
     assert len(server.requests) - before == 1 and summary["samples"] == 3
     with pytest.raises(CdcError, match="can add samples"):
         run(server, tmp_path, "oneshot-mixed", samples=2, resume=True)
+
+
+# ---------------------------------------------------------------------- grades on a backend (issue 17)
+
+# fix, fix, a gate-refused hand-written synchronizer, a raw crossing (each refusal: a gate-off regrade)
+BACKEND_RUNS = (("oneshot-mixed", "oneshot", ("handshake",), 4),
+                ("agent-correct", "agentic", ("event",), 1))  # the env's submit grade
+
+
+def eval_on(out, grader=None, grades_on=None) -> dict:
+    """The BACKEND_RUNS evals into ``out``, on a fresh stand-in (its variants go in turn per task);
+    (model, task, sample) -> (row, trajectory)."""
+    got = {}
+    with StandinServer() as srv:
+        for model, mode, tasks, samples in BACKEND_RUNS:
+            settings = EvalSettings(mode=mode, base_url=srv.url, model=model, tasks=list(tasks),
+                                    samples=samples, hidden=HIDDEN, backoff_s=0.01, concurrency=2)
+            run_eval(settings, out / model, controls=trusted_controls, grader=grader, grades_on=grades_on)
+            for row in Results(out / model).load():
+                traj = json.loads((out / model / row["trajectory"]).read_text())
+                got[model, row["task"], row["sample"]] = (row, traj)
+    return got
+
+
+@pytest.fixture(scope="module")
+def local_eval(tmp_path_factory):
+    return eval_on(tmp_path_factory.mktemp("local"))
+
+
+@pytest.mark.parametrize("kind", ["pool", "ray"])
+def test_eval_on_a_backend_gives_the_local_verdicts_and_trace_hashes(local_eval, tmp_path, kind):
+    """One-shot grades, the gate-off regrade and an agentic submit go through the backend (real
+    openai client, real HTTP to the stand-in); verdicts, seeds and trace hashes equal the local run's."""
+    from cdc_env.backends import LocalPool, RayBackend, grade_function
+    from cdc_env.batch import strip_timing
+
+    if kind == "ray":
+        pytest.importorskip("ray", reason="Ray is not installed (pip install 'cdc_env[ray]')")
+        backend = RayBackend("local", init_kwargs={"num_cpus": 2, "object_store_memory": 100 << 20})
+    else:
+        backend = LocalPool(2)
+    calls = []
+    with backend:
+        on_backend = grade_function(backend)
+
+        def grader(*args, **kw):
+            calls.append(kw.get("gate", True))
+            return on_backend(*args, **kw)
+
+        got = eval_on(tmp_path, grader, backend.info())
+    # 4 one-shot grades + 2 gate-off regrades of the refused ones + 1 agentic submit
+    assert sorted(calls) == [False] * 2 + [True] * 5
+    meta = json.loads((tmp_path / "agent-correct" / "metadata.json").read_text())
+    assert meta["grades_on"]["backend"] == kind
+    assert got.keys() == local_eval.keys()
+    labels = [row["label"] for row, _ in got.values()]
+    assert labels.count("pass") == 3, labels
+    hashes = 0
+    for key, (row, traj) in got.items():
+        lrow, ltraj = local_eval[key]
+        assert (row["label"], row["reward"], row["gate"], row["sim_verdict"]) == \
+            (lrow["label"], lrow["reward"], lrow["gate"], lrow["sim_verdict"]), key
+        for rep in ("report", "gate_off_report"):
+            assert strip_timing(traj[rep]) == strip_timing(ltraj[rep]), (key, rep)
+        mine, theirs = (
+            [(s["seed"], s["hash"]) for stage in t["report"]["seeds"].values() for s in stage["results"]]
+            for t in (traj, ltraj))
+        assert mine == theirs, key
+        hashes += len(mine)
+    assert hashes >= 3 * (2 + 2 * HIDDEN) // 2  # the passing grades ran their visible and hidden seeds
+
+
+def test_cli_eval_refuses_workers_and_ray_together(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "cdc_env.cli", "eval", "--mode", "oneshot", "--base-url",
+                           "http://127.0.0.1:9/v1", "--model", "m", "--out", str(tmp_path / "o"),
+                           "--workers", "2", "--ray", "auto"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "choose --workers or --ray" in proc.stderr
+    assert "Traceback" not in proc.stderr
