@@ -15,9 +15,29 @@ that run charged), from the same sandboxed grades.
 
 **The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
 build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
-seeds alone (parity.py), and the model counts them. ``choose_simulator`` (used by
-``grade(sim="auto")``) predicts each plan's cost and picks the cheapest it may use: batched
-Verilator only where a valid parity certificate covers the hidden stage.
+seeds alone (parity.py), and the model counts them. ``load_model`` reads, in order: the model
+``cdc-env cost`` saved in the cache for this task (``$CDC_ENV_CACHE/cost/<task>.json``), the
+measured model shipped with the package for this task (``cdc_env/cost_models.json``, written by
+``cdc-env cost --ship``), and last ``DEFAULT_MODEL`` (one task's figures; the report's
+``simulator.choice`` names which source was used).
+
+**What ``sim="auto"`` may choose.** ``choose_simulator`` predicts each plan's cost (Icarus;
+Verilator one at a time; Verilator batched, for a hidden stage of BATCH_MIN_SEEDS or more) and
+picks the cheapest it may use. Verilator is a candidate only where a parity certificate of basis
+``parity`` covers every seed of the grade -- one issued by ``cdc-env parity --certify`` or
+``cdc-env cost``, after Icarus, Verilator alone and Verilator batched agreed on this exact patch.
+A first grade (a new patch, what RL produces) therefore runs on Icarus under ``auto``, however
+cheap Verilator is. The reason is that Verilator is two-state: X and Z do not exist there. The
+harness fails a seed on Icarus when X or Z reaches a synchronizer input after reset, and a design
+can pass or fail on an X it creates (a register never reset, a read of an undriven net, an
+out-of-range table read). On Verilator that X is a 0 or a 1, so the same patch can pass there and
+fail on Icarus. If ``auto`` picked Verilator from cost alone, the verdict would depend on a cost
+figure, and a submission could buy a pass by making Icarus dearer. No static check we have tells
+exactly which designs would see an X at run time, and the X fixtures that fail on both
+simulators today prove nothing about the next one. A certificate of basis ``self-checked``
+(issued by a batched grade's own checks) compares Verilator only with itself, so it does not
+count here either. To grade first grades on Verilator, ask for it (``sim="verilator"``): the
+verdict is then Verilator's, by choice, not by a cost figure.
 
 Not covered: wall-clock time (grades run in parallel threads; CPU is what an operator pays for),
 and failing submissions, which stop early and cost less.
@@ -27,7 +47,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from . import verilator
@@ -92,22 +112,59 @@ def model_path(task_id: str) -> Path:
     return verilator.cache_root() / "cost" / f"{task_id}.json"
 
 
-def load_model(task: Task) -> CostModel:
-    p = model_path(task.id)
+SHIPPED_MODELS = Path(__file__).with_name("cost_models.json")
+
+
+def _model_from(d: object) -> CostModel | None:
+    names = {f.name for f in fields(CostModel)}
+    if not isinstance(d, dict) or set(d) != names:
+        return None
     try:
-        d = json.loads(p.read_text())["model"]
-        return CostModel(**d)
+        return CostModel(**{k: (str(v) if k == "source" else float(v)) for k, v in d.items()})
+    except (TypeError, ValueError):
+        return None
+
+
+def load_model(task: Task) -> CostModel:
+    """This task's cost model: the cache's measurement, else the shipped one, else DEFAULT_MODEL."""
+    try:
+        m = _model_from(json.loads(model_path(task.id).read_text())["model"])
+        if m is not None:
+            return m
     except (OSError, ValueError, KeyError, TypeError):
-        return DEFAULT_MODEL
+        pass
+    try:
+        m = _model_from(json.loads(SHIPPED_MODELS.read_text())["models"][task.id])
+        if m is not None:
+            return CostModel(**{**asdict(m), "source": f"shipped with the package ({m.source})"})
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return DEFAULT_MODEL
+
+
+def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
+    """Merge the models of ``rows`` (from measure_task) into the shipped file; return its path."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    models = doc.get("models", {}) if isinstance(doc, dict) else {}
+    for r in rows:
+        models[r["task"]] = r["model"]
+    doc = {"about": "cdc-env cost --ship: measured cost models per task (cdc_env/cost.py)",
+           "models": dict(sorted(models.items()))}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
 
 
 def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
                      batch: bool = True) -> tuple[str, str]:
     """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
 
-    Verilator is a candidate only when a valid parity certificate covers every seed the grade
-    will run (so "auto" never gives a verdict Icarus would not give); batched Verilator only for
-    a hidden stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
+    Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
+    covers every seed the grade will run, so "auto" never gives a verdict Icarus would not give
+    (module docstring: why a first grade stays on Icarus); batched Verilator only for a hidden
+    stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
     """
     vis = visible_seeds(task)
     hid = [] if not hidden else hidden_seeds(task, None if hidden == "all" else int(hidden))
@@ -119,6 +176,9 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
     if not cert.ok:
         return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
+    if cert.basis != "parity":
+        return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
+                          f"this patch's is {cert.basis}: Verilator has no X/Z)")
     m = load_model(task)
     plans = {"icarus": m.icarus(len(vis), len(hid)),
              "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
