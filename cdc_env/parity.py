@@ -56,6 +56,7 @@ BATCH_MIN_SEEDS = 24
 CERT_VERSION = 1
 BATCH_POLICIES = ("self-checked", "certified")
 BATCH_POLICY_ENV = "CDC_ENV_BATCH_POLICY"
+CERT_KEEP = 4096  # certificates kept in the cache; a self-checked grade prunes the oldest beyond it
 Progress = Callable[[str, int, int], None]
 
 
@@ -261,6 +262,33 @@ def issue_certificate(task: Task, design_text: str, results: list[SeedResult], *
     return path
 
 
+def prune_certificates(keep: int = CERT_KEEP) -> int:
+    """Delete the least recently written certificates beyond ``keep``; return how many went.
+
+    A pruned certificate costs nothing but speed: a re-grade of that patch checks itself again
+    (self-checked) or runs seed by seed (certified), and ``parity --certify`` re-issues it.
+    """
+    try:
+        entries = [e for e in os.scandir(cert_dir()) if e.name.endswith(".json")]
+    except OSError:
+        return 0
+    if len(entries) <= keep:
+        return 0
+    def mtime(e: os.DirEntry) -> float:
+        try:
+            return e.stat().st_mtime
+        except OSError:
+            return 0.0
+    gone = 0
+    for e in sorted(entries, key=mtime)[: len(entries) - keep]:
+        try:
+            os.unlink(e.path)
+            gone += 1
+        except OSError:
+            pass
+    return gone
+
+
 # --- comparing the simulators ----------------------------------------------------------------
 
 @dataclass
@@ -429,4 +457,6 @@ def run_stage_batched(sim: verilator.Verilator, build: Build, task: Task, design
     if not cert.readable:  # never replace a genuine certificate that covers other seeds
         issued = "; certificate " + issue_certificate(task, design_text, fwd.results, settle=settle,
                                                       basis="self-checked").name + " issued"
+        if rng.random() < 1 / 64:  # every first grade issues one: keep the folder bounded, cheaply
+            prune_certificates()
     return fwd.results, f"self-checked ({cert.reason}): {checks}{issued}", cpu, rss

@@ -218,3 +218,14 @@ def test_no_sandbox_never_batches_self_checked(hs):
     r = grade(hs, text, sim="verilator", hidden=HIDDEN, sandbox=False)
     assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
     assert "needs the sandbox" in r["seeds"]["hidden"]["mode_reason"]
+
+
+def test_certificates_are_pruned_oldest_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(parity, "cert_dir", lambda: tmp_path)
+    for i in range(6):
+        f = tmp_path / f"t-{i}.json"
+        f.write_text("{}")
+        os.utime(f, (1000 + i, 1000 + i))
+    assert parity.prune_certificates(keep=4) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"t-{i}.json" for i in range(2, 6)]
+    assert parity.prune_certificates(keep=4) == 0
