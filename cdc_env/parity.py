@@ -127,22 +127,15 @@ def batch_policy(policy: str | None = None) -> str:
     return name
 
 
-# System tasks and functions that cannot carry state from one seed to the next inside one
-# process: pure functions of their arguments, formatting into a variable, the per-seed context's
-# own time and plusargs, and messages to stdout (each seed's output is framed). Anything else --
-# file I/O ($fopen, $fwrite, $fread, $readmem*, $writemem*, ...), $system, the process-wide
-# random state ($random, $urandom, $dist_*; Verilator keeps it per thread, not per context),
-# dumps, and any system call not listed -- keeps a design out of self-checked batching.
-_STATELESS_SYSCALLS = frozenset("""
-    display displayb displayh displayo write writeb writeh writeo strobe strobeb strobeh strobeo
-    monitor monitorb monitorh monitoro monitoron monitoroff info warning error
-    finish stop fatal time stime realtime timeformat printtimescale
-    signed unsigned clog2 bits size left right low high increment dimensions unpacked_dimensions
-    countones onehot onehot0 isunknown countbits rtoi itor realtobits bitstoreal shortrealtobits
-    bitstoshortreal ln log10 exp sqrt pow floor ceil sin cos tan asin acos atan atan2 hypot sinh
-    cosh tanh asinh acosh atanh sformat sformatf swrite swriteb swriteh swriteo
-    test value typename cast past stable rose fell changed sampled
-""".split())
+# The system functions a design may call and still batch under the self-checked policy: the
+# static gate's allowlist of pure ones (gate/policy.py PURE_SYSCALLS; a test keeps the two equal),
+# which this check repeats so that it holds with the gate off. Everything else keeps a design out:
+# file I/O ($fopen, $fwrite, $fread, $readmem*, ...), $system, the process-wide random state
+# ($random, $urandom, $dist_*: Verilator keeps it per thread, not per context), time ($time,
+# $realtime), output ($display, ...: a seed's output limit applies to the whole batch) and any
+# name not listed.
+_STATELESS_SYSCALLS = frozenset({"clog2", "signed", "unsigned", "bits", "size", "high", "low", "left",
+                                 "right", "countones", "onehot", "onehot0"})
 _SYSCALL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_$]*)")
 _CLASS = re.compile(r"\b(class|chandle|import|export)\b")
 
@@ -150,14 +143,13 @@ _CLASS = re.compile(r"\b(class|chandle|import|export)\b")
 def stateful_constructs(design_text: str) -> list[str]:
     """The constructs in a design (comments and strings aside) that keep it out of self-checked batching.
 
-    ``$test$plusargs`` / ``$value$plusargs`` read the seed's own arguments and count as stateless.
     Classes (their static members), chandles and DPI ("import"/"export") are listed too; the
     build refuses DPI anyway (verilator.own_code).
     """
     bare = verilator._STRINGS_COMMENTS.sub(" ", design_text)
     found = []
     for m in _SYSCALL.finditer(bare):
-        name = m.group(1).split("$", 1)[0]
+        name = m.group(1)
         if name not in _STATELESS_SYSCALLS and f"${name}" not in found:
             found.append(f"${name}")
     for m in _CLASS.finditer(bare):
@@ -428,10 +420,14 @@ def run_stage_batched(sim: verilator.Verilator, build: Build, task: Task, design
             return None, "self-checked batching needs the sandbox (each batch's private /tmp)", 0.0, 0
     plans = [plan_seed(task, s) for s in seeds]
     cpu, rss = 0.0, 0
+    # A whole batch runs under the limits of one seed alone: no seed can use more time, memory,
+    # processes or output in a batch than it may alone (a batch that needs more is incomplete,
+    # and every seed then runs alone under its own limits).
     try:
-        fwd = sim.run_batch(build, plans, settle=settle, sandbox=sandbox, tag="batch")
+        fwd = sim.run_batch(build, plans, settle=settle, sandbox=sandbox, tag="batch", limits=limits)
         cpu, rss = cpu + fwd.cpu_s, max(rss, fwd.max_rss_kb)
-        rev = sim.run_batch(build, plans[::-1], settle=settle, sandbox=sandbox, tag="batch-rev")
+        rev = sim.run_batch(build, plans[::-1], settle=settle, sandbox=sandbox, tag="batch-rev",
+                            limits=limits)
         cpu, rss = cpu + rev.cpu_s, max(rss, rev.max_rss_kb)
     except verilator.BatchIncomplete as exc:
         proc = exc.proc

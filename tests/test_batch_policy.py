@@ -28,7 +28,7 @@ from cdc_env import cost, parity
 from cdc_env.grade import grade
 from cdc_env.report import validate_report
 from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import SeedResult
+from cdc_env.simulators import SEED_LIMITS, SeedResult
 from cdc_env.task import load_task
 from cdc_env.verilator import Verilator
 
@@ -67,9 +67,14 @@ STATIC_MARK = """  class cnt_c;
   initial begin cnt_c::n = cnt_c::n + 1; marked = cnt_c::n > 1; end
   assign ready_o = !busy_q && !marked;"""
 # Simulation time: a fresh context per seed starts at 0, so a design keyed on time sees the same
-# time batched and alone (this one is stateless by the policy's rule and does batch).
+# time batched and alone; reading it takes a system function, which keeps a design out of
+# batching all the same.
 TIME_MARK = """  reg marked = 1'b0;
   initial begin #1; if ($time != 1 || $realtime != 1.0) marked = 1'b1; end
+  assign ready_o = !busy_q && !marked;"""
+# Output: a seed's output limit applies to a whole batch, and printing takes a system task.
+PRINT_MARK = """  reg marked = 1'b0;
+  always @(posedge clk_a_i) $display("cycle");
   assign ready_o = !busy_q && !marked;"""
 
 
@@ -159,8 +164,9 @@ def test_cli_batch_policy(hs, tmp_path):
 
 
 @pytest.mark.parametrize("body,construct", [(FILE_MARK, "$fopen"), (SYSTEM_MARK, "$system"),
-                                            (RANDOM_MARK, "$urandom"), (STATIC_MARK, "class")],
-                         ids=["file", "system", "random", "static"])
+                                            (RANDOM_MARK, "$urandom"), (STATIC_MARK, "class"),
+                                            (TIME_MARK, "$time"), (PRINT_MARK, "$display")],
+                         ids=["file", "system", "random", "static", "time", "print"])
 def test_stateful_design_never_batches_on_a_first_grade(hs, body, construct):
     text = variant(hs, body)
     assert construct in parity.stateful_constructs(text)
@@ -195,20 +201,46 @@ def test_the_file_channel_is_real_in_a_raw_batch(hs, tmp_path):
     assert parity.first_difference(batched, fwd_rev, "a", "b")
 
 
-def test_time_restarts_for_every_seed_of_a_batch(hs):
+def test_time_restarts_for_every_seed_of_a_raw_batch(hs, tmp_path):
+    """Even in a raw batch (no policy), a design keyed on simulation time sees what it sees alone."""
     text = variant(hs, TIME_MARK)
-    assert parity.stateful_constructs(text) == []
-    r = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False)
-    assert r["seeds"]["hidden"]["mode"] == "batched", r["seeds"]["hidden"]["mode_reason"]
-    alone = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False, batch=False)
-    assert r["verdict"] == alone["verdict"] == "pass"
-    assert keys(r) == keys(alone)
+    sim = Verilator()
+    b = sim.build(hs, {hs.editable: text}, tmp_path / "b")
+    assert b.status == "pass", b.log[-500:]
+    plans = [plan_seed(hs, s) for s in hidden_seeds(hs, 4)]
+    batched = sim.run_batch(b, plans, settle=True).results
+    alone = [sim.run_seed(b, p, settle=True) for p in plans]
+    assert [r.key() for r in batched] == [r.key() for r in alone]
+    assert {r.status for r in alone} == {"pass"}
+
+
+def test_a_batch_runs_under_one_seeds_limits(hs, tmp_path):
+    """A seed may not use more in a batch than alone: a batch over one seed's output limit is
+    incomplete, and the stage runs seed by seed."""
+    sim = Verilator()
+    b = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "b")
+    seeds = hidden_seeds(hs, HIDDEN)
+    tight = dataclasses.replace(SEED_LIMITS, out_bytes=200)
+    results, reason, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+                                                     limits=tight, policy="self-checked")
+    assert results is None and "incomplete" in reason and "output" in reason
+    ok, _, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+                                           policy="self-checked")
+    assert ok is not None and len(ok) == HIDDEN
+
+
+def test_scan_repeats_the_gate_allowlist():
+    pytest.importorskip("pyslang")
+    from cdc_env.gate.policy import PURE_SYSCALLS
+
+    assert {"$" + n for n in parity._STATELESS_SYSCALLS} == set(PURE_SYSCALLS)
 
 
 def test_stateful_scan_ignores_comments_and_strings():
-    text = 'module m; // $fopen here\n /* $system */ initial $display("$fopen %d", $time); endmodule'
+    text = 'module m; // $fopen here\n /* $system */ localparam W = $clog2("$fopen"); endmodule'
     assert parity.stateful_constructs(text) == []
-    assert parity.stateful_constructs("initial if ($test$plusargs(\"x\")) $finish;") == []
+    assert parity.stateful_constructs("initial if ($test$plusargs(\"x\")) $finish;") == [
+        "$test$plusargs", "$finish"]
     assert parity.stateful_constructs("initial x = $random(s);") == ["$random"]
     assert parity.stateful_constructs("initial $readmemh(\"f\", m);") == ["$readmemh"]
 
