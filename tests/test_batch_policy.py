@@ -261,3 +261,34 @@ def test_certificates_are_pruned_oldest_first(tmp_path, monkeypatch):
     assert parity.prune_certificates(keep=4) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"t-{i}.json" for i in range(2, 6)]
     assert parity.prune_certificates(keep=4) == 0
+
+
+def test_cost_model_sources(hs, tmp_path, monkeypatch):
+    """load_model: the cache's measurement, else the model shipped for the task, else the default."""
+    shipped = tmp_path / "cost_models.json"
+    model = dataclasses.asdict(cost.CostModel(0.1, 0.02, 1.5, 0.01, 0.0005, "measured on a test day"))
+    shipped.write_text(json.dumps({"models": {hs.id: model}}))
+    monkeypatch.setattr(cost, "SHIPPED_MODELS", shipped)
+    m = cost.load_model(hs)
+    assert m.icarus_seed == 0.02 and m.source.startswith("shipped with the package")
+    assert cost.load_model(load_task("event")) == cost.DEFAULT_MODEL  # not shipped: the default
+    shipped.write_text(json.dumps({"models": {hs.id: {**model, "icarus_seed": "fast"}}}))
+    assert cost.load_model(hs) == cost.DEFAULT_MODEL  # a malformed entry is not used
+    cache = cost.model_path(hs.id)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"model": {**model, "source": "cache"}}))
+    try:
+        assert cost.load_model(hs).source == "cache"
+    finally:
+        cache.unlink()
+    rows = [{"task": hs.id, "model": model}]
+    cost.ship_models(rows, shipped)
+    assert json.loads(shipped.read_text())["models"][hs.id] == model
+
+
+def test_every_task_has_a_shipped_cost_model():
+    from cdc_env.task import list_tasks
+
+    doc = json.loads(cost.SHIPPED_MODELS.read_text())
+    missing = [t.id for t in list_tasks() if cost._model_from(doc["models"].get(t.id)) is None]
+    assert not missing, f"no shipped cost model for {missing}: run cdc-env cost --ship"
