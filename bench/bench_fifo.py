@@ -10,6 +10,8 @@ target here is a mean of at most 3.
     python bench/bench_fifo.py --hidden 200 --sim verilator
     python bench/bench_fifo.py --heldout DIR        # also the variants minted into DIR
     python bench/bench_fifo.py --evidence [--seeds 200]   # extra defect shapes: settle on vs off
+    python bench/bench_fifo.py --modes per-seed stage     # one sandbox per seed vs per stage, side by side
+    python bench/bench_fifo.py --sim verilator --hidden 200 --one-at-a-time --modes per-seed stage
 
 It measures; it asserts nothing. Other load on the machine inflates the figures.
 """
@@ -81,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heldout", type=Path, help="a folder of minted held-out variants to include")
     ap.add_argument("--evidence", action="store_true", help="the extra defect shapes, settle on vs off")
     ap.add_argument("--seeds", type=int, default=200, help="hidden seeds for --evidence")
+    ap.add_argument("--modes", nargs="+", default=["stage"], choices=["stage", "per-seed"],
+                    help="seed sandboxing: one per stage chunk (the default) and/or one per seed")
+    ap.add_argument("--one-at-a-time", action="store_true", help="no batched Verilator seeds (batch=False)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.evidence:
@@ -97,15 +102,40 @@ def main(argv: list[str] | None = None) -> int:
                   f"  same seeds: {r['same_seeds_fail']}  {why}")
         return 0
     tasks = [load_task(t) for t in args.tasks] if args.tasks else fifo_tasks(args.heldout)
+    import os
+
+    from cdc_env.simulators import STAGE_ENV
+
+    summaries = {}
+    for mode in args.modes:
+        os.environ[STAGE_ENV] = "1" if mode == "stage" else "0"
+        summary = measure(tasks, args, mode)
+        if summary is None:
+            return 1
+        summaries[mode] = summary
+    if args.json:
+        print(json.dumps(summaries if len(summaries) > 1 else summaries[args.modes[0]], indent=2))
+    elif len(summaries) > 1:
+        print("\nside by side (max CPU-s of the runs per variant):")
+        print(f"{'task':20}" + "".join(f"{m:>12}" for m in summaries))
+        for i, t in enumerate(tasks):
+            print(f"{t.id:20}" + "".join(f"{m['variants'][i]['cpu_s_max']:12.2f}"
+                                           for m in summaries.values()))
+        print(f"{'mean':20}" + "".join(f"{s['mean_cpu_s']:12.3f}" for s in summaries.values()))
+    return 0
+
+
+def measure(tasks: list[Task], args: argparse.Namespace, mode: str) -> dict | None:
     rows = []
     for t in tasks:
         runs = []
         for _ in range(args.runs):
-            r = grade(t, t.reference_text, sim=args.sim, hidden=args.hidden)
+            kw = {"batch": False} if args.one_at_a_time else {}
+            r = grade(t, t.reference_text, sim=args.sim, hidden=args.hidden, **kw)
             if r["verdict"] != "pass":
                 print(f"{t.id}: the reference fix did not pass ({r['verdict']}: {r['reason']})",
                       file=sys.stderr)
-                return 1
+                return None
             seeds = sum(len(s["results"]) for s in r["seeds"].values())
             runs.append((r["cpu_s"], r["wall_s"], seeds))
         cpu = max(c for c, _, _ in runs)
@@ -113,19 +143,17 @@ def main(argv: list[str] | None = None) -> int:
                      "wall_s_max": max(w for _, w, _ in runs), "seeds": runs[0][2],
                      "cpu_ms_per_seed": round(1000 * cpu / runs[0][2], 1)})
         if not args.json:
-            print(f"{t.id:20} {cpu:6.2f} CPU-s  ({rows[-1]['cpu_ms_per_seed']} ms/seed incl. build, "
+            print(f"{mode:9} {t.id:20} {cpu:6.2f} CPU-s  ({rows[-1]['cpu_ms_per_seed']} ms/seed incl. build, "
                   f"runs {[c for c, _, _ in runs]})", flush=True)
     mean = statistics.mean(r["cpu_s_max"] for r in rows)
-    summary = {"sim": args.sim, "hidden": args.hidden, "runs": args.runs, "variants": rows,
+    summary = {"sim": args.sim, "hidden": args.hidden, "runs": args.runs, "mode": mode,
+               "one_at_a_time": args.one_at_a_time, "variants": rows,
                "mean_cpu_s": round(mean, 3), "min_cpu_s": min(r["cpu_s_max"] for r in rows),
                "max_cpu_s": max(r["cpu_s_max"] for r in rows)}
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(f"mean {summary['mean_cpu_s']} CPU-s per grade (min {summary['min_cpu_s']}, "
+    if not args.json:
+        print(f"{mode}: mean {summary['mean_cpu_s']} CPU-s per grade (min {summary['min_cpu_s']}, "
               f"max {summary['max_cpu_s']}), {args.sim}, 8+{args.hidden} seeds, max of {args.runs} runs")
-    return 0
-
+    return summary
 
 if __name__ == "__main__":
     raise SystemExit(main())

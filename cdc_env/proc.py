@@ -406,7 +406,13 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     for p in ro_paths:
         if any(Path(p).resolve().is_relative_to(h) for h in hide):
             argv += ["--ro-bind", str(p), str(p)]
-    argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch), "--chdir", str(scratch),
+    argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch)]
+    if not writable:
+        # Seeds write only to their /tmp: bubblewrap's root and /dev (tmpfs, writable by default)
+        # go read-only, so nothing written by one seed survives it when seeds share a sandbox
+        # (the stage runner empties /tmp after each seed).
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
+    argv += ["--chdir", str(scratch),
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", str(scratch)]
     return argv
 

@@ -369,8 +369,8 @@ def cached_binary(kind: str, source: Path, product: str, script: str, salt: str,
 # ---------------------------------------------------------------- one sandbox per stage (issue 15)
 
 RUNNER = "cdc_seed_runner"
-# "1": one sandbox per chunk of a stage with the trusted runner; off by default until the gate-off
-# proofs of tests/test_sandbox.py are extended to it (they run per seed today).
+# One sandbox per chunk of a stage with the trusted runner (the default); "0": one sandbox per
+# seed. Every gate-off proof of tests/test_sandbox.py runs under both.
 STAGE_ENV = "CDC_ENV_STAGE_SANDBOX"
 _RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n")
 
@@ -382,7 +382,8 @@ def stage_runner(*, sandbox: bool = True) -> Path:
 
 
 def stage_sandbox_on() -> bool:
-    return os.environ.get(STAGE_ENV, "0") == "1"
+    """One sandbox per chunk of a seed stage (default) unless ``CDC_ENV_STAGE_SANDBOX=0``."""
+    return os.environ.get(STAGE_ENV, "1") != "0"
 
 
 def run_seeds_staged(sim: Simulator, build: Build, task: Task, seeds: list[int], *, settle: bool,

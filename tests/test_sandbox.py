@@ -19,7 +19,7 @@ import pytest
 from cdc_env.env import CdcRepairEnv
 from cdc_env.grade import grade
 from cdc_env.proc import Limits, bwrap_path, run_bounded
-from cdc_env.seeds import hidden_seeds
+from cdc_env.seeds import hidden_seeds, plan_seed
 from cdc_env.task import load_task
 
 MARK = 0xCDC5  # the first word of the planted hidden-seed file
@@ -38,6 +38,39 @@ def _bwrap_problem() -> str | None:
 
 
 pytestmark = pytest.mark.skipif(_bwrap_problem() is not None, reason=str(_bwrap_problem()))
+
+
+class Mode:
+    """How a grade's seeds run: "stage" (one sandbox per chunk of a stage, the trusted runner
+    inside; the default) or "per-seed" (one sandbox per seed, ``CDC_ENV_STAGE_SANDBOX=0``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.runs: list[bool] = []  # stage mode: one entry per chunk, False = the runner failed
+
+    def assert_runner_held(self) -> None:
+        """Stage mode: every chunk was run and reported by its runner (none fell back to one
+        sandbox per seed, as it does when the runner dies or its report does not parse)."""
+        if self.name == "stage":
+            assert self.runs and all(self.runs), f"a stage runner failed: {self.runs}"
+
+
+@pytest.fixture(params=["stage", "per-seed"])
+def mode(request, monkeypatch) -> Mode:
+    """Every gate-off proof that runs seeds runs under both modes."""
+    from cdc_env import simulators
+
+    m = Mode(request.param)
+    monkeypatch.setenv(simulators.STAGE_ENV, "1" if m.name == "stage" else "0")
+    real = simulators.run_stage_sandboxed
+
+    def spy(*a, **k):
+        res = real(*a, **k)
+        m.runs.append(res is not None)
+        return res
+
+    monkeypatch.setattr(simulators, "run_stage_sandboxed", spy)
+    return m
 
 
 def probe_design(probe: str) -> str:
@@ -109,7 +142,7 @@ def _read_targets(tmp: Path, var: Path) -> dict[str, str]:
     }
 
 
-def test_no_design_reads_outside_its_scratch(secrets_dirs):
+def test_no_design_reads_outside_its_scratch(secrets_dirs, mode):
     tmp, var = secrets_dirs
     for name, probe in _read_targets(tmp, var).items():
         design = probe_design(probe)
@@ -118,9 +151,10 @@ def test_no_design_reads_outside_its_scratch(secrets_dirs):
             assert control["verdict"] == "fail", f"control: {name} was not readable without the sandbox"
         obs = _visible_via_env(design)
         assert "8 of 8 visible seeds pass" in obs, f"{name} was readable inside the sandbox:\n{obs}"
+    mode.assert_runner_held()
 
 
-def test_no_design_writes_outside_its_scratch(secrets_dirs):
+def test_no_design_writes_outside_its_scratch(secrets_dirs, mode):
     tmp, var = secrets_dirs
     scratch_root = Path(tempfile.gettempdir())
     targets = {
@@ -139,6 +173,7 @@ def test_no_design_writes_outside_its_scratch(secrets_dirs):
         assert "8 of 8 visible seeds pass" in obs
         assert not targets[name].exists(), f"a design wrote {name} from inside the sandbox"
     assert list(scratch_root.iterdir()) == [], "scratch directories were left behind"
+    mode.assert_runner_held()
 
 
 def test_with_the_gate_on_escape_attempts_are_refused_before_anything_runs(secrets_dirs):
@@ -298,34 +333,51 @@ def _grade_kept(design: str, sim: str, keep: Path) -> dict:
     return grade(load_task("handshake"), design, sim=sim, hidden=0, gate=False, keep_dir=keep)
 
 
-def _fopen_probes(ref: Path) -> str:
-    return "\n".join([
-        '    probe_fd = $fopen("/usr/.cdc_escape_fopen", "w");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_usr", "w"); $fclose(probe_r); end',
-        f'    probe_fd = $fopen("{ref}", "r");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_ref", "w"); $fclose(probe_r); end',
-        '    probe_fd = $fopen("/proc/self/mem", "r");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_proc", "w"); $fclose(probe_r); end',
-        # a seed may not alter the build the later seeds run (append: never destroys it)
-        '    probe_fd = $fopen("sim.vvp", "a");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build", "w"); $fclose(probe_r); end',
-        '    probe_fd = $fopen("Vtb", "a");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build2", "w"); $fclose(probe_r); end',
-        '    probe_fd = $fopen("new_file_in_the_build", "w");',
-        '    if (probe_fd != 0) begin probe_r = $fopen("/tmp/esc_build3", "w"); $fclose(probe_r); end',
-        '    probe_r = $fopen("/tmp/ran_fopen", "w"); $fclose(probe_r);',
-    ])
+def _stall_fix(body: str, decls: str = "") -> str:
+    """The handshake fix plus an ``initial`` block ``body`` that sets ``leak_q`` when an escape
+    works; ``leak_q`` holds ``ready_o`` low for good, so every seed that saw an escape fails."""
+    text = load_task("handshake").reference_text
+    stall = "assign ready_o = !busy_q;"
+    assert stall in text, "the handshake reference changed: update _stall_fix"
+    text = text.replace(stall, "assign ready_o = !busy_q && !leak_q;")
+    cut = text.rfind("endmodule")
+    return (text[:cut] + "  integer probe_r, probe_fd;\n  reg [63:0] probe_k;\n  reg leak_q = 1'b0;\n"
+            + decls + "  initial begin\n" + body + "\n  end\n" + text[cut:])
+
+
+def _fopen_leaks(targets: list[tuple[str, str]]) -> str:
+    """Each $fopen that succeeds is an escape."""
+    return "\n".join(f'    probe_fd = $fopen("{path}", "{how}");\n    if (probe_fd != 0) leak_q = 1\'b1;'
+                     for path, how in targets)
+
+
+def _sh_leaks(checks: list[str]) -> str:
+    """Each shell command (Verilator's $system) that exits 0 is an escape."""
+    return "\n".join(f'    if ($system("{c.replace(chr(34), chr(92) + chr(34))}") == 0) leak_q = 1\'b1;'
+                      for c in checks)
+
+
+def _sh_run(cmds: list[str]) -> str:
+    """Shell commands whose status does not matter (summed: Verilator keeps every call)."""
+    return "    probe_r = 0;\n" + "\n".join(
+        f'    probe_r = probe_r + $system("{c.replace(chr(34), chr(92) + chr(34))}");' for c in cmds)
 
 
 @pytest.mark.parametrize("sim", _sims())
-def test_file_probes_fail_with_the_gate_off(sim, tmp_path):
+def test_file_probes_fail_with_the_gate_off(sim, mode):
     task = load_task("handshake")
-    keep = tmp_path / "keep"
-    r = _grade_kept(_probe_fix(_fopen_probes(task.path(task.reference))), sim, keep)
+    targets = [("/usr/.cdc_escape_fopen", "w"), (str(task.path(task.reference)), "r"),
+               ("/proc/self/mem", "r"),
+               # a seed may not alter the build the later seeds run (append: never destroys it)
+               ("sim.vvp", "a"), ("Vtb", "a"), ("new_file_in_the_build", "w")]
+    r = grade(task, _stall_fix(_fopen_leaks(targets)), sim=sim, hidden=0, gate=False)
     assert r["verdict"] == "pass", r["reason"]
-    assert list(keep.glob(".tmp-*/ran_fopen")), "the probe did not run"
-    assert sorted(p.name for p in keep.glob(".tmp-*/esc_*")) == []
     assert not Path("/usr/.cdc_escape_fopen").exists()
+    mode.assert_runner_held()
+    # control: a write that is allowed (its /tmp) trips the same probe
+    ctl = grade(task, _stall_fix(_fopen_leaks([*targets, ("/tmp/allowed", "w")])), sim=sim, hidden=0,
+                gate=False)
+    assert ctl["verdict"] == "fail", ctl["reason"]
 
 
 def test_icarus_cannot_start_processes():
@@ -337,50 +389,44 @@ def test_icarus_cannot_start_processes():
     assert r["verdict"] == "compile_error" or "without a verdict" in r["reason"], r["reason"]
 
 
-def _system_probes(ref: Path, port: int) -> str:
-    net = (f"import socket\\ntry:\\n socket.create_connection(('127.0.0.1',{port}),2); "
-           f"open('/tmp/esc_net','w')\\nexcept OSError: pass")
-    cmds = [
-        "mount -o remount,rw /usr 2>/dev/null && touch /usr/.cdc_escape_sys && echo > /tmp/esc_remount; "
-        "echo > /tmp/ran_1",
-        "touch /usr/.cdc_escape_sys2 2>/dev/null && echo > /tmp/esc_usr",
-        f"cat {ref} > /tmp/leak 2>/dev/null; [ -s /tmp/leak ] && echo > /tmp/esc_ref",
-        "[ -e /proc/self/mem ] && echo > /tmp/esc_proc",
-        f'python3 -c "{net}"',
-        "echo > /tmp/ran_2; d=$(mktemp -d /tmp/forks.XXXXXX); "
-        "for i in $(seq 200); do (echo x >> $d/n; sleep 3) & done 2>/dev/null; sleep 1; "
-        "[ $(wc -l < $d/n) -ge 200 ] && echo > /tmp/esc_forks",
-        "d=$(mktemp -d /tmp/mem.XXXXXX); for i in 1 2 3; do python3 -c \"a=bytearray(b'x')*(500<<20); "
-        "open('$d/'+str($i),'w'); import time; time.sleep(2)\" & done; wait; "
-        "[ $(ls $d | wc -l) -ge 3 ] && echo > /tmp/esc_mem",
-    ]
-    # Summed, so that Verilator keeps every call (it drops all but the last of plain re-assignments).
-    calls = [f'    probe_r = probe_r + $system("{c.replace(chr(34), chr(92) + chr(34))}");' for c in cmds]
-    return "    probe_r = 0;\n" + "\n".join(calls)
-
-
 @pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
-def test_process_probes_fail_with_the_gate_off_on_verilator(tmp_path):
+def test_process_probes_fail_with_the_gate_off_on_verilator(mode):
+    """Escapes from a shell the design starts: each that succeeds stalls the design (every seed
+    fails), so a pass means every one of them failed."""
     import socket
 
     task = load_task("handshake")
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
+    port = srv.getsockname()[1]
     before = _usr_mounts()
+    ref = task.path(task.reference)
+    net = (f"import socket,sys\\nfor a in (('127.0.0.1',{port}),('1.1.1.1',53)):\\n"
+           " try: socket.create_connection(a,2); sys.exit(0)\\n except OSError: pass\\nsys.exit(1)")
+    checks = [
+        "mount -o remount,rw /usr 2>/dev/null",
+        "touch /usr/.cdc_escape_sys 2>/dev/null",
+        f"[ -s {ref} ]",
+        "[ -e /proc/self/mem ]",
+        f"python3 -c \"{net}\" 2>/dev/null",
+        "d=$(mktemp -d /tmp/f.XXXXXX); for i in $(seq 200); do (echo x >> $d/n; sleep 3) & done 2>/dev/null; "
+        "sleep 1; [ $(wc -l < $d/n) -ge 200 ]",
+        "d=$(mktemp -d /tmp/mem.XXXXXX); for i in 1 2 3; do python3 -c \"a=bytearray(b'x')*(500<<20); "
+        "open('$d/'+str($i),'w'); import time; time.sleep(2)\" 2>/dev/null & done; wait; "
+        "[ $(ls $d | wc -l) -ge 3 ]",
+    ]
+    design = _stall_fix(_sh_leaks(checks))
     try:
-        keep = tmp_path / "keep"
-        r = _grade_kept(_probe_fix(_system_probes(task.path(task.reference), srv.getsockname()[1])),
-                        "verilator", keep)
+        r = grade(task, design, sim="verilator", hidden=0, gate=False)
     finally:
         srv.close()
-    assert r["stages"][2]["status"] == "pass", r["stages"][2]["detail"][-500:]
-    assert list(keep.glob(".tmp-*/ran_1")) and list(keep.glob(".tmp-*/ran_2")), "the probes did not run"
-    assert sorted(p.name for p in keep.glob(".tmp-*/esc_*")) == []
-    forks = [len((d / "n").read_text().split()) for d in keep.glob(".tmp-*/forks.*") if (d / "n").exists()]
-    assert forks and max(forks) < 200, forks  # a dash that cannot fork exits: fewer lines, no marker
-    assert not Path("/usr/.cdc_escape_sys").exists() and not Path("/usr/.cdc_escape_sys2").exists()
-    assert _usr_mounts() == before
+    assert r["verdict"] == "pass", r["reason"]
+    assert not Path("/usr/.cdc_escape_sys").exists() and _usr_mounts() == before
+    mode.assert_runner_held()
+    # control: the probe logic itself can fail a design (an always-true check stalls it)
+    control = design.replace("mount -o remount,rw /usr 2>/dev/null", "true")
+    assert grade(task, control, sim="verilator", hidden=0, gate=False)["verdict"] == "fail"
 
 
 # --- the verdict channel with the gate off ----------------------------------------------------
@@ -410,7 +456,7 @@ def _forge_fix(body: str, dpi: bool = False) -> str:
 
 
 @pytest.mark.parametrize("sim", _sims())
-def test_a_design_cannot_forge_the_verdict_with_the_gate_off(sim, tmp_path):
+def test_a_design_cannot_forge_the_verdict_with_the_gate_off(sim, tmp_path, mode):
     cases = {"plusarg": _forge_fix(_FORGE_PLUSARG)}
     if sim == "verilator":
         cases["env and pipe"] = _forge_fix(_FORGE_ENV)
@@ -422,7 +468,9 @@ def test_a_design_cannot_forge_the_verdict_with_the_gate_off(sim, tmp_path):
         r = _grade_kept(design, sim, keep)
         assert r["verdict"] != "pass", f"{sim}: forged a pass by {name}"
         if r["stages"][2]["status"] == "pass":
-            assert list(keep.glob(".tmp-*/ran_forge")), f"{sim} {name}: the forgery did not run"
+            # (the stage runner empties each seed's /tmp: the marker shows only one per seed)
+            if mode.name == "per-seed":
+                assert list(keep.glob(".tmp-*/ran_forge")), f"{sim} {name}: the forgery did not run"
         else:
             assert r["verdict"] == "compile_error", r["reason"]
 
@@ -438,12 +486,13 @@ def _padded_fix(n: int) -> str:
     return text[:cut] + pad + text[cut:]
 
 
-def test_a_large_compiled_output_is_not_an_output_flood(tmp_path):
+def test_a_large_compiled_output_is_not_an_output_flood(tmp_path, mode):
     """sim.vvp may exceed what a tool may print (1 MiB): builds have their own file-size bound."""
     keep = tmp_path / "keep"
     r = grade(load_task("handshake"), _padded_fix(20000), hidden=0, gate=False, keep_dir=keep)
     assert (keep / "sim.vvp").stat().st_size > 1 << 20
     assert r["verdict"] == "pass", r["reason"]
+    mode.assert_runner_held()
 
 
 def test_an_elaboration_limit_is_a_gate_refusal_with_no_build():
@@ -528,33 +577,197 @@ def test_the_stage_runner_gives_the_same_verdicts_and_isolates_seeds(sim, monkey
     assert forged["verdict"] != "pass"
 
 
+# --- what only matters when seeds share a sandbox (issue 15): each proof runs in both modes -----
+# A seed learns which seed it is from its own plusargs (+stim_key), as a hostile design could.
+
+def _when_seed(seed: int, body: str) -> str:
+    key = plan_seed(load_task("handshake"), seed).stim_key
+    return (f'    if ($value$plusargs("stim_key=%d", probe_k) && probe_k[31:0] == 32\'d{key}) begin\n'
+            f'{body}\n    end')
+
+
+# Files a seed can try to leave for the seeds after it: its /tmp, the build folder (its cwd and
+# $HOME), and bubblewrap's own tmpfs root and /dev (writable unless remounted read-only).
+_MARKERS = ["/tmp/cdc_mark", "cdc_mark", "/cdc_mark", "/dev/cdc_mark", "/dev/shm/cdc_mark"]
+# State that outlives a process inside the sandbox's namespaces, and a process left behind:
+# (check that it exists, create it), both shell commands run by the design through $system.
+# keyctl(KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, ...) and add_key(..., KEY_SPEC_USER_KEYRING) via ctypes
+_PY_KEY_FIND = ("import ctypes,sys; c=ctypes.CDLL(None); "
+                "sys.exit(0 if c.syscall(250, 10, -4, b'user', b'cdc_mark', 0) >= 0 else 1)")
+_PY_KEY_ADD = ("import ctypes,sys; c=ctypes.CDLL(None); "
+               "sys.exit(0 if c.syscall(248, b'user', b'cdc_mark', b'x', 1, -4) >= 0 else 1)")
+_PY_MQ = ("import ctypes,sys; c=ctypes.CDLL('librt.so.1'); "
+          "sys.exit(0 if c.mq_open(b'/cdc_mark', {flags}, 0o600, None) >= 0 else 1)")
+_STATE = {
+    "SysV message queue": ("ipcs -q | grep -q 0x", "ipcmk -Q >/dev/null"),
+    "SysV shared memory": ("ipcs -m | grep -q 0x", "ipcmk -M 4096 >/dev/null"),
+    "SysV semaphore": ("ipcs -s | grep -q 0x", "ipcmk -S 1 >/dev/null"),
+    "key in the user keyring": (f'python3 -c "{_PY_KEY_FIND}"', f'python3 -c "{_PY_KEY_ADD}"'),
+    "POSIX message queue": ("python3 -c \"" + _PY_MQ.format(flags=0) + "\"",
+                            "python3 -c \"" + _PY_MQ.format(flags="0o102") + "\""),
+    "process left behind": (
+        "sleep 0.3; [ -e /tmp/cdc_ghost ]",
+        "(for i in $(seq 400); do : > /tmp/cdc_ghost; sleep 0.02; done) >/dev/null 2>&1 &"),
+    "process left behind (setsid)": (
+        "sleep 0.3; [ -e /tmp/cdc_ghost2 ]",
+        "setsid sh -c 'for i in $(seq 400); do : > /tmp/cdc_ghost2; sleep 0.02; done' >/dev/null 2>&1 &"),
+}
+
+
+def _leave_state(sim: str, create_first: bool = False) -> str:
+    """Each seed first looks for what an earlier seed left (found: ``leak_q``), then leaves it."""
+    look = _fopen_leaks([(m, "r") for m in _MARKERS])
+    leave = "\n".join(f'    probe_fd = $fopen("{m}", "w");\n    if (probe_fd != 0) $fclose(probe_fd);'
+                      for m in _MARKERS)
+    if sim == "verilator":
+        look += "\n" + _sh_leaks([c for c, _ in _STATE.values()])
+        leave += "\n" + _sh_run([m for _, m in _STATE.values()])
+    return _stall_fix(leave + "\n" + look if create_first else look + "\n" + leave)
+
+
+@pytest.mark.parametrize("sim", _sims())
+def test_a_seed_leaves_nothing_for_the_next_seed(sim, mode):
+    """Every seed looks for files (in /tmp, the build folder, /, /dev, /dev/shm) and, on
+    Verilator, SysV IPC objects, POSIX queues, user keys and still-running processes (plain and
+    setsid) left by an earlier seed, and fails if it finds one; then leaves them all itself.
+    With seeds sharing a sandbox this catches a runner that does not empty /tmp, kill and reap
+    every process after each seed, or forbid IPC objects, queues and keys (its seccomp filter),
+    and a sandbox whose root or /dev stays writable."""
+    task = load_task("handshake")
+    r = grade(task, _leave_state(sim), sim=sim, hidden=8, gate=False)
+    assert r["verdict"] == "pass", r["reason"]
+    mode.assert_runner_held()
+    # control: a seed that leaves its /tmp marker before looking finds it (the probe can trip)
+    ctl = grade(task, _leave_state(sim, create_first=True), sim=sim, hidden=0, gate=False)
+    assert ctl["verdict"] == "fail", ctl["reason"]
+
+
 @pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
-def test_process_probes_fail_inside_the_stage_runner_too(monkeypatch):
-    """The same escapes as above, from seeds started by the stage runner: each succeeding escape
-    would stall the design (every seed fails), so a pass means every one of them failed."""
+def test_the_state_probes_detect_state_within_one_sandbox(tmp_path):
+    """Control for the IPC / key / queue / process probes above: left inside one sandbox by one
+    command, each is found by the next command. (In the stage runner the seed's seccomp filter
+    forbids creating them; with one sandbox per seed they die with the sandbox.)"""
+    for name, (check, make) in _STATE.items():
+        r = _sh(f"{make}\n{check} && echo FOUND", tmp_path, writable=False, tag="ctl")
+        assert "FOUND" in r.stdout, (name, r.stdout, r.stderr)
+
+
+_KILL = "for p in $(seq 1 64); do [ $p -ne $$ ] && [ $p -ne $PPID ] && kill -9 $p; done 2>/dev/null"
+_KILL_ALL = "kill -9 -1 2>/dev/null"  # every process but the caller: the seed's own simulator too
+# ptrace(PTRACE_ATTACH) of every other process but its own shell and simulator, and bubblewrap's
+# init (pid 1: it holds nothing; with one sandbox per seed it is dumpable, and a seed that stops it
+# only times itself out): one success leaks
+_PTRACE = ("python3 -c \"import ctypes,os,sys; c=ctypes.CDLL(None); "
+           "mine={os.getpid(), os.getppid(), int(sys.argv[1])}; "
+           "sys.exit(0 if any(c.ptrace(16, p, 0, 0) == 0 for p in range(2, 65) if p not in mine) else 1)\" "
+           "$PPID")
+# a forged report record written to every descriptor the seed may have inherited
+_FORGE_RECORD = ("python3 -c \"import os\\nfor n in range(3, 1024):\\n try: os.write(n, "
+                 "b'R 0 0 1 1 0 0 0 0\\\\n')\\n except OSError: pass\"")
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_a_seed_cannot_stop_trace_or_forge_its_runner(mode):
+    """A seed ptraces every process it can see, writes forged result records to every inherited
+    descriptor, then sends SIGKILL to every process but its own shell and simulator. Catches a
+    dumpable runner without the seccomp filter (ptrace), a result channel left open in the seed
+    (the stage's report no longer parses) and a runner a seed can kill: the runner must survive
+    and report every seed, and the design (the reference fix) still passes. A failing design
+    that also kills every process (kill(-1), its own simulator included) still fails, with the
+    runner intact."""
+    task = load_task("handshake")
+    body = _sh_leaks([_PTRACE]) + "\n" + _sh_run([_FORGE_RECORD, _KILL])
+    r = grade(task, _stall_fix(body), sim="verilator", hidden=8, gate=False)
+    assert r["verdict"] == "pass", r["reason"]
+    mode.assert_runner_held()
+    failing = task.defective_text
+    cut = failing.rfind("endmodule")
+    forged = failing[:cut] + "  integer probe_r;\n  initial begin\n" + \
+        _sh_run([_FORGE_RECORD, _KILL, _KILL_ALL]) + "\n  end\n" + failing[cut:]
+    mode.runs.clear()
+    assert grade(task, forged, sim="verilator", hidden=8, gate=False)["verdict"] != "pass"
+    mode.assert_runner_held()
+
+
+def _dying_runner(tmp: Path, script: str) -> Path:
+    d = tmp / "runner"
+    d.mkdir()
+    exe = d / "cdc_seed_runner"
+    exe.write_text("#!/bin/sh\n" + script + "\n")
+    exe.chmod(0o755)
+    return d
+
+
+@pytest.mark.parametrize("death", ["killed", "exits early"])
+def test_a_runner_that_dies_never_passes_the_seeds_it_did_not_report(death, tmp_path, monkeypatch):
+    """A runner that reports one seed (with a made-up verdict line) and is killed or exits
+    before the others: the chunk's seeds all run again, one sandbox each, so no unreported seed
+    is counted and no runner-reported verdict of that chunk is trusted. Catches a grader that
+    keeps a dead runner's partial report (the defective design would pass its first seeds)."""
     from cdc_env import simulators
 
+    forged = "CDCV 0000000000000000 PASS checks=9 hash=0000000000000000 t=1 msg=ok"
+    rec = f"R 0 0 1 1 0 0 {len(forged) + 1} 0"
+    end = "kill -9 $$" if death == "killed" else "exit 0"
+    runner = _dying_runner(tmp_path, f"printf '%s\\n%s\\n' '{rec}' '{forged}' >&$CDC_RESULT_FD; {end}")
     task = load_task("handshake")
-    before = _usr_mounts()
-    ref = task.path(task.reference)
-    checks = [
-        "mount -o remount,rw /usr 2>/dev/null",
-        "touch /usr/.cdc_escape_stage 2>/dev/null",
-        f"[ -s {ref} ]",
-        "[ -e /proc/self/mem ]",
-        "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 53), 2)\" 2>/dev/null",
-        "d=$(mktemp -d /tmp/f.XXXXXX); for i in $(seq 200); do (echo x >> $d/n; sleep 3) & done 2>/dev/null; "
-        "sleep 1; [ $(wc -l < $d/n) -ge 200 ]",
-    ]
-    body = "\n".join(f'    if ($system("{c.replace(chr(34), chr(92) + chr(34))}") == 0) leak_q = 1\'b1;'
-                     for c in checks)
-    text = task.reference_text.replace("assign ready_o = !busy_q;", "assign ready_o = !busy_q && !leak_q;")
-    cut = text.rfind("endmodule")
-    design = text[:cut] + "  reg leak_q = 1'b0;\n  initial begin\n" + body + "\n  end\n" + text[cut:]
+    monkeypatch.setenv(simulators.STAGE_ENV, "0")
+    alone = grade(task, task.defective_text, sim="icarus", hidden=0, gate=False)
     monkeypatch.setenv(simulators.STAGE_ENV, "1")
-    r = grade(task, design, sim="verilator", hidden=0, gate=False)
+    monkeypatch.setattr(simulators, "stage_runner", lambda **_: runner)
+    fell_back = []
+    real = simulators.run_stage_sandboxed
+    monkeypatch.setattr(simulators, "run_stage_sandboxed",
+                        lambda *a, **k: fell_back.append(real(*a, **k)) or fell_back[-1])
+    r = grade(task, task.defective_text, sim="icarus", hidden=0, gate=False)
+    assert fell_back and all(x is None for x in fell_back), "the dead runner's report was used"
+    assert r["verdict"] == "fail" and r["seeds"]["visible"]["results"] == alone["seeds"]["visible"]["results"]
+
+
+def _exhaust(sim: str) -> str:
+    """Seed 2 floods its output, seed 3 writes past its file-size limit, seed 4 spins forever
+    (CPU); on Verilator seed 6 also takes more memory than its limit, in three processes."""
+    flood = "    repeat (40000) $display(\"flood flood flood flood flood flood flood flood flood flood\");"
+    big = ('    probe_fd = $fopen("/tmp/big", "w");\n'
+           '    repeat (40000) $fwrite(probe_fd, "01234567890123456789012345678901234567890123456789\\n");\n'
+           '    $fclose(probe_fd);')
+    spin = "    probe_r = 0;\n    while (probe_r >= 0) probe_r = (probe_r + 1) % 1000;"
+    body = "\n".join([_when_seed(2, flood), _when_seed(3, big), _when_seed(4, spin)])
+    if sim == "verilator":
+        mem = ("for i in 1 2 3; do python3 -c \"a=bytearray(b'x')*(900<<20); import time; time.sleep(2)\" "
+               "2>/dev/null & done; wait")
+        body += "\n" + _when_seed(6, _sh_run([mem]))
+    return _stall_fix(body)
+
+
+@pytest.mark.parametrize("sim", _sims())
+def test_one_seed_exhausting_a_resource_affects_only_its_own_result(sim, mode):
+    """Catches limits set for the stage instead of each seed (one seed's CPU, output or file
+    size charged to its neighbours) and a chunk that keeps running after a time-out or loses
+    the seeds after a flood: every other seed that ran passes, the spinning seed times out."""
+    r = grade(load_task("handshake"), _exhaust(sim), sim=sim, hidden=0, gate=False)
+    res = {x["seed"]: x["status"] for x in r["seeds"]["visible"]["results"]}
+    assert res[2] != "pass" and res[3] != "pass" and res[4] == "timeout", res
+    assert all(st == "pass" for seed, st in res.items() if seed not in (2, 3, 4, 6)), res
+    assert all(seed in res for seed in (1, 2, 3, 4)), res
+    mode.assert_runner_held()
+
+
+_NONCE_SCAN = ("python3 -c \"import os,re,sys\\nseen=' '.join(sys.argv)+' '.join(f'{k}={v}' for k,v in "
+               "os.environ.items())\\nfor n in range(0, 1024):\\n try:\\n  os.set_blocking(n, False); "
+               "seen += os.read(n, 65536).decode('latin-1')\\n except OSError: pass\\n"
+               "sys.exit(0 if re.search('[0-9a-f]{16}', seen) else 1)\"")
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_a_seed_learns_no_nonce(mode):
+    """Every seed reads whatever it can from every descriptor it inherited, its environment and
+    its arguments, and fails if a 64-bit hex value (a nonce) is among them. Catches a runner
+    that hands a seed another seed's nonce (or its own, past the verdict routine) through an
+    inherited descriptor, the environment or argv."""
+    task = load_task("handshake")
+    r = grade(task, _stall_fix(_sh_leaks([_NONCE_SCAN])), sim="verilator", hidden=8, gate=False)
     assert r["verdict"] == "pass", r["reason"]
-    assert not Path("/usr/.cdc_escape_stage").exists() and _usr_mounts() == before
-    # control: the probe logic itself can fail a design (an always-true check stalls it)
-    control = design.replace("mount -o remount,rw /usr 2>/dev/null", "true")
-    assert grade(task, control, sim="verilator", hidden=0, gate=False)["verdict"] == "fail"
+    mode.assert_runner_held()
+    ctl = _stall_fix(_sh_leaks([_NONCE_SCAN.replace("python3 -c", "CDC_X=00112233aabbccdd python3 -c")]))
+    assert grade(task, ctl, sim="verilator", hidden=0, gate=False)["verdict"] == "fail"

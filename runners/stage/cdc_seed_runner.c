@@ -20,6 +20,16 @@
  *
  * This program holds every nonce of the stage; it is non-dumpable and the sandbox has no /proc
  * and no capabilities, so a seed cannot read them.
+ *
+ * What one seed could otherwise use against the others or against this runner (the sandbox is
+ * shared), closed for each seed by a seccomp filter installed between fork and exec (inherited
+ * by everything the seed starts): no signal to this runner, to bubblewrap's init or to every
+ * process at once (kill(-1)); no ptrace, process_vm_readv/writev or pidfd_getfd; no SysV IPC
+ * object, POSIX message queue or key (they outlive the process in the sandbox's namespaces).
+ * Descriptors other than 0-2 and the seed's own nonce pipe are closed (close_range); the only
+ * writable place is /tmp (the grader remounts / and /dev read-only), emptied after each seed.
+ * If the filter cannot be installed here the runner exits 2 before any seed (the grader then
+ * runs one sandbox per seed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +40,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -90,6 +105,91 @@ static ssize_t collect(int fd, struct buf* b, size_t cap, int* flooded) {
     return r;
 }
 
+/* ---- the per-seed seccomp filter ---- */
+#define MAXF 160
+struct filt { struct sock_filter f[MAXF]; int n; };
+static void emit(struct filt* p, struct sock_filter x) { if (p->n < MAXF) p->f[p->n++] = x; }
+#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define LD_ARG0 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]))
+#define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+#define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* syscall nr: deny outright */
+static void deny_nr(struct filt* p, int nr) {
+    emit(p, (struct sock_filter)LD_NR);
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1));
+    emit(p, (struct sock_filter)DENY);
+}
+
+/* syscall nr: deny when the low 32 bits of args[0] equal one of vals (a pid_t) */
+static void deny_arg0(struct filt* p, int nr, const unsigned* vals, int nv) {
+    emit(p, (struct sock_filter)LD_NR);
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, (unsigned char)(1 + 2 * nv + 1)));
+    emit(p, (struct sock_filter)LD_ARG0);  /* little-endian: the low word of args[0] */
+    for (int i = 0; i < nv; i++) {
+        emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, vals[i], 0, 1));
+        emit(p, (struct sock_filter)DENY);
+    }
+    emit(p, (struct sock_filter)ALLOW);  /* this syscall, any other target */
+}
+
+static int install_filter(pid_t runner, pid_t runner_pgrp) {
+    struct filt p = {.n = 0};
+    emit(&p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+#if defined(__x86_64__)
+    emit(&p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+#elif defined(__aarch64__)
+    emit(&p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_AARCH64, 1, 0));
+#else
+#error "cdc_seed_runner: add this architecture's AUDIT_ARCH"
+#endif
+    emit(&p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+#if defined(__x86_64__)
+    emit(&p, (struct sock_filter)LD_NR);  /* x32 calls: refused */
+    emit(&p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1));
+    emit(&p, (struct sock_filter)DENY);
+#endif
+    int outright[] = {SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_shmget, SYS_msgget,
+                      SYS_semget, SYS_mq_open, SYS_add_key, SYS_request_key, SYS_keyctl,
+#ifdef SYS_pidfd_getfd
+                      SYS_pidfd_getfd,
+#endif
+    };
+    for (size_t i = 0; i < sizeof outright / sizeof outright[0]; i++) deny_nr(&p, outright[i]);
+    unsigned kill_targets[] = {(unsigned)runner, (unsigned)-1, 1u, (unsigned)-runner_pgrp};
+    deny_arg0(&p, SYS_kill, kill_targets, 4);
+    unsigned one_pid[] = {(unsigned)runner, 1u};
+    deny_arg0(&p, SYS_tkill, one_pid, 2);
+    deny_arg0(&p, SYS_tgkill, one_pid, 2);
+    deny_arg0(&p, SYS_rt_sigqueueinfo, kill_targets, 4);
+    deny_arg0(&p, SYS_rt_tgsigqueueinfo, one_pid, 2);
+#ifdef SYS_pidfd_open
+    deny_arg0(&p, SYS_pidfd_open, one_pid, 2);
+#endif
+    emit(&p, (struct sock_filter)ALLOW);
+    if (p.n >= MAXF) return -1;
+    struct sock_fprog prog = {(unsigned short)p.n, p.f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+/* Can the filter be installed here? (a child tries; the runner refuses to run seeds if not) */
+static int filter_works(pid_t self, pid_t pgrp) {
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) _exit(install_filter(self, pgrp) == 0 && kill(self, 0) != 0 && errno == EPERM ? 0 : 1);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void close_others(int keep) {
+    if (syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) != 0 ||
+        syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) != 0)
+        for (int fd = 3; fd < 65536; fd++)
+            if (fd != keep) close(fd);
+}
+
 int main(void) {
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -104,6 +204,8 @@ int main(void) {
     unsetenv("CDC_STAGE_FD");
     unsetenv("CDC_RESULT_FD");
     fcntl(res_fd, F_SETFD, FD_CLOEXEC);
+    pid_t self = getpid(), pgrp = getpgrp();
+    if (!filter_works(self, pgrp)) { fprintf(stderr, "cdc_seed_runner: cannot install the seccomp filter\n"); return 2; }
 
     long cpu_s = 0, wall_ms = 0;
     unsigned long long as_bytes = 0, fsize = 0, out_cap = 0;
@@ -155,6 +257,7 @@ int main(void) {
             setrlimit(RLIMIT_FSIZE, &rl);
             rl.rlim_cur = rl.rlim_max = 0;
             setrlimit(RLIMIT_CORE, &rl);
+            setrlimit(RLIMIT_MSGQUEUE, &rl);
             dup2(op[1], 1);
             dup2(ep[1], 2);
             int devnull = open("/dev/null", O_RDONLY);
@@ -162,9 +265,9 @@ int main(void) {
             char fdnum[16];
             snprintf(fdnum, sizeof fdnum, "%d", np[0]);
             setenv("CDC_VERDICT_FD", fdnum, 1);
-            for (int fd = 3; fd < 1024; fd++)
-                if (fd != np[0]) close(fd);
+            close_others(np[0]);
             signal(SIGPIPE, SIG_DFL);
+            if (install_filter(self, pgrp) != 0) _exit(126);
             execvp(argv[0], argv);
             _exit(127);
         }
@@ -204,12 +307,19 @@ int main(void) {
         }
         close(op[0]);
         close(ep[0]);
-        kill(-1, SIGKILL);  /* whatever the seed left behind, in this PID namespace */
-        while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        kill(-1, SIGKILL);  /* whatever the seed left behind, in this PID namespace (atomic: no fork escapes it) */
+        for (;;) {  /* every one of them is our descendant (we are the subreaper): wait until all are gone */
+            if (waitpid(-1, NULL, 0) > 0) continue;
+            if (errno == EINTR) continue;
+            break;  /* ECHILD */
+        }
         nftw("/tmp", rm_entry, 16, FTW_DEPTH | FTW_PHYS);
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
         long long cpu_us = (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
                            (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+        if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
+                                    (WTERMSIG(status) == SIGKILL && cpu_us >= (long long)cpu_s * 1000000)))
+            timed_out = 1;  /* the CPU limit: a time-out, as in one sandbox per seed */
         char head[256];
         int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu\n", index, code, cpu_us,
                           ru.ru_maxrss, timed_out, flooded, out.len, err.len);
