@@ -411,6 +411,9 @@ def run_stage_batched(sim: verilator.Verilator, build: Build, task: Task, design
     cert = cert or check_certificate(task, design_text, seeds, settle=settle)
     if policy == "certified" and not cert.ok:
         return None, cert.reason, 0.0, 0
+    if policy == "certified" and cert.basis != "parity":  # the old rule: Icarus must have agreed
+        return None, (f"the certificate is {cert.basis}, and the certified policy needs one from "
+                      "parity --certify or cost"), 0.0, 0
     if policy == "self-checked" and not cert.ok:
         risky = stateful_constructs(design_text)
         if risky:

@@ -110,6 +110,10 @@ def test_first_grade_batches_self_checked_and_issues_a_certificate(hs):
     assert "(self-checked) issued" in again["seeds"]["hidden"]["mode_reason"]
     alone = grade(hs, text, sim="verilator", hidden=HIDDEN, batch=False)
     assert keys(alone) == keys(r) == keys(again)
+    # The old rule does not take a self-checked certificate for a parity one.
+    old = grade(hs, text, sim="verilator", hidden=HIDDEN, batch_policy="certified")
+    assert old["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "certificate is self-checked" in old["seeds"]["hidden"]["mode_reason"]
     # The same results on Icarus (this patch has no simulator difference).
     assert keys(grade(hs, text, sim="icarus", hidden=HIDDEN)) == keys(r)
     # A self-checked certificate never lets sim="auto" pick Verilator, even one covering every
