@@ -1,6 +1,8 @@
 """The CPU cost of a grade: measuring it (``cdc-env cost``) and the cost model behind ``sim="auto"``.
 
-**What is measured.** For each task, a grade of its reference fix in three set-ups: Icarus at 8
+**What is measured.** For each task, a grade of its reference fix in three set-ups, each building
+its Verilator model (the per-patch model cache is off while measuring, so the figures are a first
+grade's): Icarus at 8
 visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
 8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
 system seconds of the grading process itself while it grades plus every tool process it starts,
@@ -46,6 +48,7 @@ and failing submissions, which stop early and cost less.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -204,15 +207,25 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
     row: dict = {"task": task.id, "family": task.family, "runs": runs, "parity_ok": parity_ok,
                  "verilator": verilator.verilator_version(), "setups": {}}
     reports: dict[str, list[dict]] = {}
-    for label, sim, n, batch in SETUPS:
-        reports[label] = []
-        for _ in range(runs):
-            if progress:
-                progress(f"{task.id} {label}", len(reports[label]), runs)
-            r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
-            if r["verdict"] != "pass":
-                raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
-            reports[label].append(r)
+    # Every measured grade builds its model (the per-patch model cache is off while measuring):
+    # the model predicts what a grade of a patch costs, not a re-grade of the reference fix.
+    cache_was = os.environ.get(verilator.MODEL_CACHE_ENV)
+    os.environ[verilator.MODEL_CACHE_ENV] = "0"
+    try:
+        for label, sim, n, batch in SETUPS:
+            reports[label] = []
+            for _ in range(runs):
+                if progress:
+                    progress(f"{task.id} {label}", len(reports[label]), runs)
+                r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
+                if r["verdict"] != "pass":
+                    raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
+                reports[label].append(r)
+    finally:
+        if cache_was is None:
+            os.environ.pop(verilator.MODEL_CACHE_ENV, None)
+        else:
+            os.environ[verilator.MODEL_CACHE_ENV] = cache_was
         rs = reports[label]
         row["setups"][label] = {
             "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
