@@ -221,18 +221,18 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
                 if r["verdict"] != "pass":
                     raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
                 reports[label].append(r)
+            rs = reports[label]
+            row["setups"][label] = {
+                "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
+                "cpu_s_runs": [r["cpu_s"] for r in rs],
+                "hidden_mode": rs[-1]["seeds"]["hidden"].get("mode", ""),
+                "hidden_mode_reason": rs[-1]["seeds"]["hidden"].get("mode_reason", ""),
+            }
     finally:
         if cache_was is None:
             os.environ.pop(verilator.MODEL_CACHE_ENV, None)
         else:
             os.environ[verilator.MODEL_CACHE_ENV] = cache_was
-        rs = reports[label]
-        row["setups"][label] = {
-            "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
-            "cpu_s_runs": [r["cpu_s"] for r in rs],
-            "hidden_mode": rs[-1]["seeds"]["hidden"].get("mode", ""),
-            "hidden_mode_reason": rs[-1]["seeds"]["hidden"].get("mode_reason", ""),
-        }
     ic, vb, va = (reports[label] for label, *_ in SETUPS)
     model = fit_model(ic, vb, va, n_visible=len(visible_seeds(task)),
                       source=f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, max of {runs} runs")
