@@ -158,12 +158,17 @@ def print_report(report: dict) -> None:
 
 def cmd_grade(args) -> int:
     from .grade import grade
+    from .parity import batch_policy
     from .task import load_task
 
     task = load_task(args.task)
     hidden = parse_hidden(args.hidden, at_most=task.seeds.hidden_count, task_id=task.id)  # as the server does
     data = read_submission(args.file)
-    report = grade(task, data, sim=args.sim, hidden=hidden, settle=not args.no_settle,
+    try:
+        policy = batch_policy(args.batch_policy)
+    except ValueError as exc:  # an unknown name in $CDC_ENV_BATCH_POLICY
+        raise CdcError(str(exc)) from None
+    report = grade(task, data, sim=args.sim, hidden=hidden, settle=not args.no_settle, batch_policy=policy,
                    progress=progress_printer(not args.json and sys.stderr.isatty() or args.progress))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -258,6 +263,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"])
     s.add_argument("--hidden", default="all", help="number of hidden seeds, or 'all' (default)")
     s.add_argument("--no-settle", action="store_true", help="demo: turn late settling off")
+    s.add_argument("--batch-policy", choices=["self-checked", "certified"], default=None,
+                   help="when Verilator may batch a hidden stage (default: $CDC_ENV_BATCH_POLICY, "
+                   "else self-checked; see docs/parity.md)")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
     s.add_argument("--progress", action="store_true", help="show progress even when not on a terminal")
     s.set_defaults(func=cmd_grade)

@@ -1,6 +1,8 @@
 """The CPU cost of a grade: measuring it (``cdc-env cost``) and the cost model behind ``sim="auto"``.
 
-**What is measured.** For each task, a grade of its reference fix in three set-ups: Icarus at 8
+**What is measured.** For each task, a grade of its reference fix in three set-ups, each building
+its Verilator model (the per-patch model cache is off while measuring, so the figures are a first
+grade's): Icarus at 8
 visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
 8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
 system seconds of the grading process itself while it grades plus every tool process it starts,
@@ -15,9 +17,29 @@ that run charged), from the same sandboxed grades.
 
 **The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
 build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
-seeds alone (parity.py), and the model counts them. ``choose_simulator`` (used by
-``grade(sim="auto")``) predicts each plan's cost and picks the cheapest it may use: batched
-Verilator only where a valid parity certificate covers the hidden stage.
+seeds alone (parity.py), and the model counts them. ``load_model`` reads, in order: the model
+``cdc-env cost`` saved in the cache for this task (``$CDC_ENV_CACHE/cost/<task>.json``), the
+measured model shipped with the package for this task (``cdc_env/cost_models.json``, written by
+``cdc-env cost --ship``), and last ``DEFAULT_MODEL`` (one task's figures; the report's
+``simulator.choice`` names which source was used).
+
+**What ``sim="auto"`` may choose.** ``choose_simulator`` predicts each plan's cost (Icarus;
+Verilator one at a time; Verilator batched, for a hidden stage of BATCH_MIN_SEEDS or more) and
+picks the cheapest it may use. Verilator is a candidate only where a parity certificate of basis
+``parity`` covers every seed of the grade -- one issued by ``cdc-env parity --certify`` or
+``cdc-env cost``, after Icarus, Verilator alone and Verilator batched agreed on this exact patch.
+A first grade (a new patch, what RL produces) therefore runs on Icarus under ``auto``, however
+cheap Verilator is. The reason is that Verilator is two-state: X and Z do not exist there. The
+harness fails a seed on Icarus when X or Z reaches a synchronizer input after reset, and a design
+can pass or fail on an X it creates (a register never reset, a read of an undriven net, an
+out-of-range table read). On Verilator that X is a 0 or a 1, so the same patch can pass there and
+fail on Icarus. If ``auto`` picked Verilator from cost alone, the verdict would depend on a cost
+figure, and a submission could buy a pass by making Icarus dearer. No static check we have tells
+exactly which designs would see an X at run time, and the X fixtures that fail on both
+simulators today prove nothing about the next one. A certificate of basis ``self-checked``
+(issued by a batched grade's own checks) compares Verilator only with itself, so it does not
+count here either. To grade first grades on Verilator, ask for it (``sim="verilator"``): the
+verdict is then Verilator's, by choice, not by a cost figure.
 
 Not covered: wall-clock time (grades run in parallel threads; CPU is what an operator pays for),
 and failing submissions, which stop early and cost less.
@@ -26,8 +48,9 @@ and failing submissions, which stop early and cost less.
 from __future__ import annotations
 
 import json
+import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from . import verilator
@@ -92,22 +115,59 @@ def model_path(task_id: str) -> Path:
     return verilator.cache_root() / "cost" / f"{task_id}.json"
 
 
-def load_model(task: Task) -> CostModel:
-    p = model_path(task.id)
+SHIPPED_MODELS = Path(__file__).with_name("cost_models.json")
+
+
+def _model_from(d: object) -> CostModel | None:
+    names = {f.name for f in fields(CostModel)}
+    if not isinstance(d, dict) or set(d) != names:
+        return None
     try:
-        d = json.loads(p.read_text())["model"]
-        return CostModel(**d)
+        return CostModel(**{k: (str(v) if k == "source" else float(v)) for k, v in d.items()})
+    except (TypeError, ValueError):
+        return None
+
+
+def load_model(task: Task) -> CostModel:
+    """This task's cost model: the cache's measurement, else the shipped one, else DEFAULT_MODEL."""
+    try:
+        m = _model_from(json.loads(model_path(task.id).read_text())["model"])
+        if m is not None:
+            return m
     except (OSError, ValueError, KeyError, TypeError):
-        return DEFAULT_MODEL
+        pass
+    try:
+        m = _model_from(json.loads(SHIPPED_MODELS.read_text())["models"][task.id])
+        if m is not None:
+            return CostModel(**{**asdict(m), "source": f"shipped with the package ({m.source})"})
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return DEFAULT_MODEL
+
+
+def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
+    """Merge the models of ``rows`` (from measure_task) into the shipped file; return its path."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    models = doc.get("models", {}) if isinstance(doc, dict) else {}
+    for r in rows:
+        models[r["task"]] = r["model"]
+    doc = {"about": "cdc-env cost --ship: measured cost models per task (cdc_env/cost.py)",
+           "models": dict(sorted(models.items()))}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
 
 
 def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
                      batch: bool = True) -> tuple[str, str]:
     """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
 
-    Verilator is a candidate only when a valid parity certificate covers every seed the grade
-    will run (so "auto" never gives a verdict Icarus would not give); batched Verilator only for
-    a hidden stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
+    Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
+    covers every seed the grade will run, so "auto" never gives a verdict Icarus would not give
+    (module docstring: why a first grade stays on Icarus); batched Verilator only for a hidden
+    stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
     """
     vis = visible_seeds(task)
     hid = [] if not hidden else hidden_seeds(task, None if hidden == "all" else int(hidden))
@@ -119,6 +179,9 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
     if not cert.ok:
         return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
+    if cert.basis != "parity":
+        return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
+                          f"this patch's is {cert.basis}: Verilator has no X/Z)")
     m = load_model(task)
     plans = {"icarus": m.icarus(len(vis), len(hid)),
              "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
@@ -144,22 +207,32 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
     row: dict = {"task": task.id, "family": task.family, "runs": runs, "parity_ok": parity_ok,
                  "verilator": verilator.verilator_version(), "setups": {}}
     reports: dict[str, list[dict]] = {}
-    for label, sim, n, batch in SETUPS:
-        reports[label] = []
-        for _ in range(runs):
-            if progress:
-                progress(f"{task.id} {label}", len(reports[label]), runs)
-            r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
-            if r["verdict"] != "pass":
-                raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
-            reports[label].append(r)
-        rs = reports[label]
-        row["setups"][label] = {
-            "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
-            "cpu_s_runs": [r["cpu_s"] for r in rs],
-            "hidden_mode": rs[-1]["seeds"]["hidden"].get("mode", ""),
-            "hidden_mode_reason": rs[-1]["seeds"]["hidden"].get("mode_reason", ""),
-        }
+    # Every measured grade builds its model (the per-patch model cache is off while measuring):
+    # the model predicts what a grade of a patch costs, not a re-grade of the reference fix.
+    cache_was = os.environ.get(verilator.MODEL_CACHE_ENV)
+    os.environ[verilator.MODEL_CACHE_ENV] = "0"
+    try:
+        for label, sim, n, batch in SETUPS:
+            reports[label] = []
+            for _ in range(runs):
+                if progress:
+                    progress(f"{task.id} {label}", len(reports[label]), runs)
+                r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
+                if r["verdict"] != "pass":
+                    raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
+                reports[label].append(r)
+            rs = reports[label]
+            row["setups"][label] = {
+                "cpu_s": round(max(r["cpu_s"] for r in rs), 3),
+                "cpu_s_runs": [r["cpu_s"] for r in rs],
+                "hidden_mode": rs[-1]["seeds"]["hidden"].get("mode", ""),
+                "hidden_mode_reason": rs[-1]["seeds"]["hidden"].get("mode_reason", ""),
+            }
+    finally:
+        if cache_was is None:
+            os.environ.pop(verilator.MODEL_CACHE_ENV, None)
+        else:
+            os.environ[verilator.MODEL_CACHE_ENV] = cache_was
     ic, vb, va = (reports[label] for label, *_ in SETUPS)
     model = fit_model(ic, vb, va, n_visible=len(visible_seeds(task)),
                       source=f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, max of {runs} runs")

@@ -24,6 +24,7 @@ from pathlib import Path
 from . import __version__, paths
 from .gate import run_gate
 from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
+from .parity import batch_policy as resolve_batch_policy
 from .proc import Limits, accounting, selftest
 from .seeds import hidden_seeds, plan_seed, visible_seeds
 from .simulators import (
@@ -112,13 +113,15 @@ def run_seeds(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
 def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, settle: bool,
               design_text: str, batch: bool = True, sandbox: bool = True, jobs: int | None = None,
               progress: Progress | None = None, stage: str = "seeds",
-              limits: Limits = SEED_LIMITS) -> StageRun:
-    """One seed stage of a grade: batched on Verilator under a parity certificate, else one per seed.
+              limits: Limits = SEED_LIMITS, policy: str = "self-checked") -> StageRun:
+    """One seed stage of a grade: batched on Verilator where ``policy`` allows it, else one per seed.
 
-    Batching needs Verilator, ``batch``, a stage of at least BATCH_MIN_SEEDS seeds and a valid
-    certificate, and then must agree with its own reverse-order re-run and two seeds run alone
-    (parity.run_stage_batched). Otherwise -- and whenever any of that fails -- every seed runs in
-    its own process. Icarus never batches. The returned mode and reason go into the report.
+    Batching needs Verilator, ``batch`` and a stage of at least BATCH_MIN_SEEDS seeds; policy
+    "certified" also needs a valid certificate for the patch, policy "self-checked" a design
+    without constructs that could carry state between seeds (parity.run_stage_batched). The batch
+    must agree with its own reverse-order re-run and two seeds run alone. Otherwise -- and
+    whenever any of that fails -- every seed runs in its own process. Icarus never batches. The
+    returned mode, reason and policy go into the report.
     """
     cpu, rss = 0.0, 0
     if sim.name != "verilator":
@@ -129,16 +132,17 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
         reason = f"stage of {len(seeds)} seeds (batching needs {BATCH_MIN_SEEDS} or more)"
     else:
         results, reason, cpu, rss = run_stage_batched(sim, build, task, design_text, seeds,  # type: ignore[arg-type]
-                                                      settle=settle, sandbox=sandbox, limits=limits)
+                                                      settle=settle, sandbox=sandbox, limits=limits,
+                                                      policy=policy)
         if results is not None:
             if progress:
                 progress(stage, len(seeds), len(seeds))
-            return StageRun(results, "batched", reason, cpu, rss)
+            return StageRun(results, "batched", reason, cpu, rss, policy)
         reason += "; every seed ran on its own"
     results = run_seeds(sim, build, task, seeds, settle=settle, sandbox=sandbox, jobs=jobs,
                         progress=progress, stage=stage, limits=limits)
     return StageRun(results, "one-at-a-time", reason, cpu + sum(r.cpu_s for r in results),
-                    max([rss] + [r.max_rss_kb for r in results]))
+                    max([rss] + [r.max_rss_kb for r in results]), policy)
 
 
 def seed_summary(task: Task, results: list[SeedResult], planned: int) -> dict:
@@ -162,7 +166,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
           hidden: int | str | None = "all", settle: bool = True, gate: bool = True,
           sandbox: bool = True, jobs: int | None = None, progress: Progress | None = None,
           keep_dir: Path | None = None, batch: bool = True, seed_limits: Limits = SEED_LIMITS,
-          disable: frozenset[str] | set[str] = frozenset()) -> dict:
+          disable: frozenset[str] | set[str] = frozenset(), batch_policy: str | None = None) -> dict:
     """Grade ``submission`` for ``task``; return the report.
 
     hidden: ``"all"`` (every hidden seed), an int N (the first N), or 0 / None (no hidden stage).
@@ -174,7 +178,10 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     keep_dir: keep the scratch directory there instead of deleting it (evidence).
     sim: "icarus", "verilator", or "auto" (the cheaper one for this grade, from measured costs;
         see cost.choose_simulator -- the choice and its reason are in report["simulator"]).
-    batch: let Verilator batch stages of 24+ seeds under a parity certificate (see run_stage).
+    batch: let Verilator batch stages of 24+ seeds (see run_stage).
+    batch_policy: "self-checked" (batch a first grade too, checked against itself; the default)
+        or "certified" (batch only under a parity certificate for the exact patch); None reads
+        $CDC_ENV_BATCH_POLICY. An unknown name raises ValueError. Recorded in report["batch_policy"].
     seed_limits: time, CPU, memory and output bounds of one seed's simulation (one at a time).
     disable: test-only switches that prove a fixture is caught where it should be (never use
         them to grade): "allowlist" (take the submission as the file's text, unchecked), "gate",
@@ -182,6 +189,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "stage:visible" / "stage:hidden" (skip that seed stage). Recorded in report["disabled"].
     """
     disable = frozenset(disable)
+    policy = resolve_batch_policy(batch_policy)  # ValueError for an unknown name, before any work
     if "gate" in disable:
         gate = False
     if "settle" in disable:
@@ -220,6 +228,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         "overfit": False,
         "reason": "",
         "disabled": sorted(disable),
+        "batch_policy": policy,
     }
     stages: list[dict] = report["stages"]
     child_cpu = box.cpu_s if box is not None and first_selftest else 0.0  # once per process
@@ -315,7 +324,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         for name, seeds in stage_seeds:
             run = run_stage(simulator, b, task, seeds, settle=settle, design_text=allowed.text, batch=batch,
                             sandbox=sandbox, jobs=jobs, progress=progress, stage=name,
-                            limits=seed_limits)
+                            limits=seed_limits, policy=policy)
             results = run.results
             child_cpu += run.cpu_s
             peak_rss = max(peak_rss, run.max_rss_kb)

@@ -12,10 +12,16 @@ Three checks, all on ``SeedResult.key()`` (seed, status, reason, checks, trace h
   the task's testbench and sources and manifest, the patch, both simulators' versions) and an
   HMAC with a key kept in the cache directory. A certificate whose MAC does not match is
   *tampered*; one whose fingerprint differs from today's sources is *stale*; both are refused.
-* **The batched grade's own checks** (``run_stage_batched``): under a valid certificate a stage
-  runs batched, then again batched in reverse order, then two randomly chosen seeds alone. Every
-  result must equal the reverse run, the lone runs and the certified result. Anything else --
-  and any batch that does not complete -- makes every seed run on its own, with the reason.
+* **The batched grade's own checks** (``run_stage_batched``): a stage runs batched, then again
+  batched in reverse order, then two seeds chosen by a secure RNG alone. Every result must equal
+  the reverse run and the lone runs (and the certified result, where a certificate exists).
+  Anything else -- and any batch that does not complete -- makes every seed run on its own, with
+  the reason. Two policies decide when a stage may try (``BATCH_POLICIES``; docs/parity.md):
+  ``"certified"`` (the old rule) only under a valid certificate for the exact patch;
+  ``"self-checked"`` (the default) also without one, for a design that calls no system task
+  that could carry state from one seed to the next in one process (``stateful_constructs``), and
+  it issues a certificate (basis ``self-checked``) as a by-product, so a re-grade also checks
+  against it. ``CDC_ENV_BATCH_POLICY`` sets the default.
 
 Certificates live in ``$CDC_ENV_CACHE/certificates`` (default ~/.cache/cdc_env). The MAC keeps a
 certificate from being edited by hand or copied onto another patch; it does not protect against
@@ -31,6 +37,7 @@ import hmac
 import inspect
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -47,6 +54,9 @@ from .task import Task
 
 BATCH_MIN_SEEDS = 24
 CERT_VERSION = 1
+BATCH_POLICIES = ("self-checked", "certified")
+BATCH_POLICY_ENV = "CDC_ENV_BATCH_POLICY"
+CERT_KEEP = 4096  # certificates kept in the cache; a self-checked grade prunes the oldest beyond it
 Progress = Callable[[str, int, int], None]
 
 
@@ -103,6 +113,51 @@ def _brief(key: tuple) -> str:
     return f"{status} checks={checks} hash={h} t={t}" + (f" ({reason[:60]})" if reason else "")
 
 
+# --- batching policy ------------------------------------------------------------------------
+
+def batch_policy(policy: str | None = None) -> str:
+    """The batching policy in force: ``policy``, else $CDC_ENV_BATCH_POLICY, else "self-checked".
+
+    Raises ValueError (one line) for an unknown name.
+    """
+    name = policy if policy is not None else (os.environ.get(BATCH_POLICY_ENV) or BATCH_POLICIES[0])
+    if name not in BATCH_POLICIES:
+        src = "batch_policy" if policy is not None else BATCH_POLICY_ENV
+        raise ValueError(f"{src}: unknown batching policy {name!r} (one of: {', '.join(BATCH_POLICIES)})")
+    return name
+
+
+# The system functions a design may call and still batch under the self-checked policy: the
+# static gate's allowlist of pure ones (gate/policy.py PURE_SYSCALLS; a test keeps the two equal),
+# which this check repeats so that it holds with the gate off. Everything else keeps a design out:
+# file I/O ($fopen, $fwrite, $fread, $readmem*, ...), $system, the process-wide random state
+# ($random, $urandom, $dist_*: Verilator keeps it per thread, not per context), time ($time,
+# $realtime), output ($display, ...: a seed's output limit applies to the whole batch) and any
+# name not listed.
+_STATELESS_SYSCALLS = frozenset({"clog2", "signed", "unsigned", "bits", "size", "high", "low", "left",
+                                 "right", "countones", "onehot", "onehot0"})
+_SYSCALL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_$]*)")
+_CLASS = re.compile(r"\b(class|chandle|import|export)\b")
+
+
+def stateful_constructs(design_text: str) -> list[str]:
+    """The constructs in a design (comments and strings aside) that keep it out of self-checked batching.
+
+    Classes (their static members), chandles and DPI ("import"/"export") are listed too; the
+    build refuses DPI anyway (verilator.own_code).
+    """
+    bare = verilator._STRINGS_COMMENTS.sub(" ", design_text)
+    found = []
+    for m in _SYSCALL.finditer(bare):
+        name = m.group(1)
+        if name not in _STATELESS_SYSCALLS and f"${name}" not in found:
+            found.append(f"${name}")
+    for m in _CLASS.finditer(bare):
+        if m.group(1) not in found:
+            found.append(m.group(1))
+    return found
+
+
 # --- certificates ---------------------------------------------------------------------------
 
 def cert_dir() -> Path:
@@ -140,6 +195,8 @@ class CertCheck:
     reason: str
     path: Path
     results: dict[int, tuple] = field(default_factory=dict)  # certified key per seed
+    basis: str = ""  # "parity" (Icarus, Verilator alone and batched agreed) or "self-checked"
+    readable: bool = False  # genuine and current for this patch (whether or not it covers the seeds)
 
 
 def check_certificate(task: Task, design_text: str, seeds: list[int], *, settle: bool) -> CertCheck:
@@ -164,17 +221,25 @@ def check_certificate(task: Task, design_text: str, seeds: list[int], *, settle:
     if body["task"] != task.id or body["settle"] != settle:
         return CertCheck(False, "parity certificate refused: issued for another task or settling mode", path)
     results = {int(k): tuple([int(k), *v]) for k, v in body["results"].items()}
+    basis = body.get("basis", "parity")  # certificates from before the self-checked policy
     missing = [s for s in seeds if s not in results]
     if missing:
         return CertCheck(False, f"parity certificate does not cover {len(missing)} of the stage's seeds "
-                         f"(e.g. {missing[0]})", path)
-    return CertCheck(True, f"parity certificate {path.name} issued {body['issued']}", path, results)
+                         f"(e.g. {missing[0]})", path, basis=basis, readable=True)
+    return CertCheck(True, f"parity certificate {path.name} ({basis}) issued {body['issued']}", path, results,
+                     basis=basis, readable=True)
 
 
-def issue_certificate(task: Task, design_text: str, results: list[SeedResult], *, settle: bool) -> Path:
-    """Write a certificate for ``results`` (which the caller has seen agree in every mode)."""
+def issue_certificate(task: Task, design_text: str, results: list[SeedResult], *, settle: bool,
+                      basis: str = "parity") -> Path:
+    """Write a certificate for ``results`` (which the caller has seen agree in every mode).
+
+    basis: "parity" (Icarus, Verilator alone and Verilator batched agreed; only this kind lets
+    ``sim="auto"`` choose Verilator) or "self-checked" (a batched grade's own checks agreed).
+    """
     body = {
         "version": CERT_VERSION,
+        "basis": basis,
         "task": task.id,
         "settle": settle,
         "components": fingerprint_components(task, design_text),
@@ -187,6 +252,33 @@ def issue_certificate(task: Task, design_text: str, results: list[SeedResult], *
     tmp.write_text(json.dumps({"body": body, "mac": _mac(body)}, indent=1, sort_keys=True))
     tmp.replace(path)
     return path
+
+
+def prune_certificates(keep: int = CERT_KEEP) -> int:
+    """Delete the least recently written certificates beyond ``keep``; return how many went.
+
+    A pruned certificate costs nothing but speed: a re-grade of that patch checks itself again
+    (self-checked) or runs seed by seed (certified), and ``parity --certify`` re-issues it.
+    """
+    try:
+        entries = [e for e in os.scandir(cert_dir()) if e.name.endswith(".json")]
+    except OSError:
+        return 0
+    if len(entries) <= keep:
+        return 0
+    def mtime(e: os.DirEntry) -> float:
+        try:
+            return e.stat().st_mtime
+        except OSError:
+            return 0.0
+    gone = 0
+    for e in sorted(entries, key=mtime)[: len(entries) - keep]:
+        try:
+            os.unlink(e.path)
+            gone += 1
+        except OSError:
+            pass
+    return gone
 
 
 # --- comparing the simulators ----------------------------------------------------------------
@@ -299,25 +391,46 @@ class StageRun:
     reason: str
     cpu_s: float
     max_rss_kb: int
+    policy: str = ""  # the batching policy in force ("" where batching was not considered)
 
 
 def run_stage_batched(sim: verilator.Verilator, build: Build, task: Task, design_text: str,
                       seeds: list[int], *, settle: bool, sandbox: bool = True,
                       cert: CertCheck | None = None, rng: secrets.SystemRandom | None = None,
-                      limits: Limits = SEED_LIMITS) -> tuple[list[SeedResult] | None, str, float, int]:
-    """Batched run + reverse-order run + two seeds alone, checked against each other and the certificate.
+                      limits: Limits = SEED_LIMITS, policy: str = "certified",
+                      ) -> tuple[list[SeedResult] | None, str, float, int]:
+    """Batched run + reverse-order run + two seeds alone, checked against each other (and a certificate).
 
+    ``policy`` "certified": only under a valid certificate, and the results must equal it.
+    "self-checked": a valid certificate is checked against where there is one; without one the
+    stage still batches, unless the design uses a construct that could carry state between
+    seeds in one process (``stateful_constructs``) or the sandbox is off (a batch's scratch is
+    then not private), and on agreement a certificate with basis "self-checked" is issued.
     Returns (results or None when the batch must not be trusted, reason, CPU spent, peak RSS).
     """
     cert = cert or check_certificate(task, design_text, seeds, settle=settle)
-    if not cert.ok:
+    if policy == "certified" and not cert.ok:
         return None, cert.reason, 0.0, 0
+    if policy == "certified" and cert.basis != "parity":  # the old rule: Icarus must have agreed
+        return None, (f"the certificate is {cert.basis}, and the certified policy needs one from "
+                      "parity --certify or cost"), 0.0, 0
+    if policy == "self-checked" and not cert.ok:
+        risky = stateful_constructs(design_text)
+        if risky:
+            return None, (f"self-checked batching refused: the design uses {', '.join(risky[:4])} "
+                          "(state that could pass between seeds in one process)"), 0.0, 0
+        if not sandbox:
+            return None, "self-checked batching needs the sandbox (each batch's private /tmp)", 0.0, 0
     plans = [plan_seed(task, s) for s in seeds]
     cpu, rss = 0.0, 0
+    # A whole batch runs under the limits of one seed alone: no seed can use more time, memory,
+    # processes or output in a batch than it may alone (a batch that needs more is incomplete,
+    # and every seed then runs alone under its own limits).
     try:
-        fwd = sim.run_batch(build, plans, settle=settle, sandbox=sandbox, tag="batch")
+        fwd = sim.run_batch(build, plans, settle=settle, sandbox=sandbox, tag="batch", limits=limits)
         cpu, rss = cpu + fwd.cpu_s, max(rss, fwd.max_rss_kb)
-        rev = sim.run_batch(build, plans[::-1], settle=settle, sandbox=sandbox, tag="batch-rev")
+        rev = sim.run_batch(build, plans[::-1], settle=settle, sandbox=sandbox, tag="batch-rev",
+                            limits=limits)
         cpu, rss = cpu + rev.cpu_s, max(rss, rev.max_rss_kb)
     except verilator.BatchIncomplete as exc:
         proc = exc.proc
@@ -328,12 +441,21 @@ def run_stage_batched(sim: verilator.Verilator, build: Build, task: Task, design
             for s in lone_seeds]
     cpu += sum(r.cpu_s for r in lone)
     rss = max([rss] + [r.max_rss_kb for r in lone])
-    certified = [SeedResult(seed=k[0], status=k[1], reason=k[2], checks=k[3], trace_hash=k[4],
-                            sim_time_ps=k[5]) for k in (cert.results[s] for s in seeds)]
     diff = (first_difference(fwd.results, rev.results, "the batched run", "the reverse-order batched run")
-            or first_difference(lone, fwd.results, "the seed alone", "the batched run", subset=True)
-            or first_difference(fwd.results, certified, "the batched run", "the certificate"))
+            or first_difference(lone, fwd.results, "the seed alone", "the batched run", subset=True))
+    if not diff and cert.ok:
+        certified = [SeedResult(seed=k[0], status=k[1], reason=k[2], checks=k[3], trace_hash=k[4],
+                                sim_time_ps=k[5]) for k in (cert.results[s] for s in seeds)]
+        diff = first_difference(fwd.results, certified, "the batched run", "the certificate")
     if diff:
         return None, f"batched results disagreed ({diff})", cpu, rss
-    return fwd.results, (f"{cert.reason}; reverse-order re-run and seeds {lone_seeds[0]}, {lone_seeds[1]} "
-                         "alone agreed"), cpu, rss
+    checks = f"reverse-order re-run and seeds {lone_seeds[0]}, {lone_seeds[1]} alone agreed"
+    if cert.ok:
+        return fwd.results, f"{cert.reason}; {checks}", cpu, rss
+    issued = ""
+    if not cert.readable:  # never replace a genuine certificate that covers other seeds
+        issued = "; certificate " + issue_certificate(task, design_text, fwd.results, settle=settle,
+                                                      basis="self-checked").name + " issued"
+        if rng.random() < 1 / 64:  # every first grade issues one: keep the folder bounded, cheaply
+            prune_certificates()
+    return fwd.results, f"self-checked ({cert.reason}): {checks}{issued}", cpu, rss

@@ -107,6 +107,11 @@ def cmd_cost(args) -> int:
             rows.append(measure_task(task, runs=args.runs, save=not args.no_save, progress=show))
         except RuntimeError as exc:
             raise CdcError(str(exc)) from None
+    if args.ship:
+        from .cost import ship_models
+
+        path = ship_models(rows)
+        print(f"cost models of {len(rows)} task(s) written into {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
@@ -145,6 +150,8 @@ def add_commands(sub) -> None:
     s.add_argument("tasks", nargs="*", help="task ids (default: every public task)")
     s.add_argument("--runs", type=int, default=3, help="runs per set-up; the maximum is reported")
     s.add_argument("--no-save", action="store_true", help="do not save the cost model used by --sim auto")
+    s.add_argument("--ship", action="store_true",
+                   help="also write the models into cdc_env/cost_models.json (shipped with the package)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--progress", action="store_true", help="show progress even when not on a terminal")
     s.set_defaults(func=cmd_cost)

@@ -383,16 +383,18 @@ class Verilator(Simulator):
         return ["./Vtb", *seed_plusargs(plan, settle)]
 
     def run_batch(self, build: Build, plans: list[SeedPlan], *, settle: bool, sandbox: bool = True,
-                  tag: str = "batch") -> BatchRun:
-        """Run ``plans`` in one process, in the order given. Raises BatchIncomplete."""
+                  tag: str = "batch", limits: Limits | None = None) -> BatchRun:
+        """Run ``plans`` in one process, in the order given. Raises BatchIncomplete.
+
+        limits: the whole process's bounds (default: grow with the number of seeds)."""
         nonces = [new_nonce() for _ in plans]
         frame_tag = secrets.token_hex(8)
         seed_file = build.workdir / f".{tag}.seeds"
         seed_file.write_text("".join(" ".join(seed_plusargs(p, settle)) + "\n" for p in plans))
         n = len(plans)
-        limits = Limits(wall_s=BATCH_MIN_LIMITS.wall_s + 2.0 * n, cpu_s=BATCH_MIN_LIMITS.cpu_s + n,
-                        mem_bytes=BATCH_MIN_LIMITS.mem_bytes,
-                        out_bytes=BATCH_MIN_LIMITS.out_bytes + n * (64 << 10))
+        limits = limits or Limits(wall_s=BATCH_MIN_LIMITS.wall_s + 2.0 * n, cpu_s=BATCH_MIN_LIMITS.cpu_s + n,
+                                  mem_bytes=BATCH_MIN_LIMITS.mem_bytes,
+                                  out_bytes=BATCH_MIN_LIMITS.out_bytes + n * (64 << 10))
         proc = run_with_nonce(["./Vtb", "--cdc-batch", seed_file.name], build.workdir, limits,
                               [frame_tag, *(f"{n:016x}" for n in nonces)], sandbox=sandbox, tag=tag)
         if proc.timed_out or proc.output_exceeded or proc.returncode != 0:

@@ -6,6 +6,8 @@
 * a tampered or a stale certificate is refused and the stage runs seed by seed;
 * a harness bug that leaks state between seeds is caught by the reverse-order re-run;
 * Icarus and stages under 24 seeds never batch; sim="auto" uses Verilator only under a certificate.
+(The self-checked policy, the default, is tested in test_batch_policy.py; the tests here that
+need the old rule ask for batch_policy="certified".)
 """
 
 from __future__ import annotations
@@ -68,13 +70,21 @@ def test_event_race_is_caught_and_the_grade_runs_seed_by_seed(hs):
     row = parity.compare_design(hs, race, stage_seeds(hs), settle=True, certify=True)
     assert not row.ok and row.icarus_vs_verilator  # parity sees the race ...
     assert not parity.cert_path(hs, race, True).exists()  # ... and issues no certificate
-    r = grade(hs, race, sim="verilator", hidden=HIDDEN, gate=False)
+    r = grade(hs, race, sim="verilator", hidden=HIDDEN, gate=False, batch_policy="certified")
     validate_report(r)
     assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
     assert "no parity certificate" in r["seeds"]["hidden"]["mode_reason"]
     stage = hidden_stage(r)
     assert stage["mode"] == "one-at-a-time" and "every seed ran on its own" in stage["mode_reason"]
     assert grade(hs, race, sim="icarus", hidden=0, gate=False)["verdict"] == "fail"  # it is a real race
+    # Under the self-checked policy the stage batches, and gives exactly the Verilator verdict the
+    # old rule gave (seed by seed): the race is a difference between simulators, not between modes.
+    rs = grade(hs, race, sim="verilator", hidden=HIDDEN, gate=False)
+    assert rs["seeds"]["hidden"]["mode"] == "batched"
+    assert rs["verdict"] == r["verdict"]
+    assert rs["seeds"]["hidden"]["results"] == r["seeds"]["hidden"]["results"]
+    # Its certificate is "self-checked", which sim="auto" does not accept (cost.choose_simulator).
+    assert parity.check_certificate(hs, race, hidden_seeds(hs, HIDDEN), settle=True).basis == "self-checked"
 
 
 def test_certified_stage_batches_and_equals_icarus(hs, certified):
@@ -98,9 +108,16 @@ def test_tampered_certificate_is_refused(hs, certified):
         certified.write_text(json.dumps(doc))
         check = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
         assert not check.ok and "tampered" in check.reason
-        r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN)
+        r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN, batch_policy="certified")
         assert r["verdict"] == "pass" and r["seeds"]["hidden"]["mode"] == "one-at-a-time"
         assert "tampered" in r["seeds"]["hidden"]["mode_reason"]
+        assert json.loads(certified.read_text()) == doc  # the certified policy never writes one
+        # Self-checked: the tampered certificate is not trusted; the stage checks itself and
+        # replaces it with a certificate of its own.
+        r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN)
+        assert r["verdict"] == "pass" and r["seeds"]["hidden"]["mode"] == "batched"
+        assert "tampered" in r["seeds"]["hidden"]["mode_reason"]
+        assert json.loads(certified.read_text())["body"]["basis"] == "self-checked"
         certified.write_text(saved.replace(hs.id, "event", 1))  # edited anywhere: same refusal
         again = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
         assert "tampered" in again.reason
@@ -166,4 +183,4 @@ def test_auto_uses_verilator_only_under_a_certificate(hs, certified):
     finally:
         path.unlink()
     sim, why = cost.choose_simulator(hs, hs.reference_text, hidden=HIDDEN, settle=True)
-    assert "built-in figures" in why
+    assert "shipped with the package" in why  # no measurement in the cache: the shipped model

@@ -1,0 +1,298 @@
+"""The batching policies of a Verilator hidden stage (parity.run_stage_batched, docs/parity.md).
+
+* "self-checked" (the default): a first grade batches without a certificate, checked against its
+  reverse-order re-run and two seeds alone, and issues a certificate of basis "self-checked"
+  that a re-grade then checks against; "certified" (the old rule) runs it seed by seed;
+* the policy comes from the keyword, else $CDC_ENV_BATCH_POLICY; an unknown name is a one-line
+  error (ValueError; CLI exit 2); the report says which policy ran;
+* every channel through which one seed of a batch could reach the next -- files under the batch's
+  /tmp ($fopen/$fwrite, $system), the process-wide random state ($urandom), statics that outlive
+  a context (class members), simulation time -- either keeps the design out of batching (the
+  verdict is then the one-at-a-time verdict) or cannot differ (time restarts per context). For
+  the file channel the test also shows the channel is real: the same build batched directly
+  gives other results than seed by seed. All with the static gate off.
+* sim="auto" does not take Verilator on a self-checked certificate (Verilator has no X/Z).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cdc_env import cost, parity
+from cdc_env.grade import grade
+from cdc_env.report import validate_report
+from cdc_env.seeds import hidden_seeds, plan_seed
+from cdc_env.simulators import SEED_LIMITS, SeedResult
+from cdc_env.task import load_task
+from cdc_env.verilator import Verilator
+
+from .conftest import needs_icarus
+from .test_verilator import needs_verilator, vl_cache  # noqa: F401 -- the fixture is used by name
+
+pytestmark = [needs_icarus, needs_verilator, pytest.mark.usefixtures("vl_cache")]
+HIDDEN = 24
+READY = "  assign ready_o = !busy_q;"
+
+# Designs that behave differently after an earlier seed of the same process: "marked" holds the
+# requester's ready_o low, so a marked seed fails. Each replaces the reference's ready_o line.
+FILE_MARK = """  integer mark_fd;
+  reg marked = 1'b0;
+  initial begin
+    mark_fd = $fopen("/tmp/cdc_mark", "r");
+    if (mark_fd != 0) begin marked = 1'b1; $fclose(mark_fd); end
+    else begin mark_fd = $fopen("/tmp/cdc_mark", "w"); $fwrite(mark_fd, "x"); $fclose(mark_fd); end
+  end
+  assign ready_o = !busy_q && !marked;"""
+SYSTEM_MARK = """  integer st;
+  reg marked = 1'b0;
+  initial begin
+    st = $system("test -e /tmp/cdc_mark2");
+    if (st == 0) marked = 1'b1; else st = $system("touch /tmp/cdc_mark2");
+  end
+  assign ready_o = !busy_q && !marked;"""
+RANDOM_MARK = """  reg [31:0] r0;
+  reg marked = 1'b0;
+  initial begin r0 = $urandom; marked = r0[0] & r0[1]; end
+  assign ready_o = !busy_q && !marked;"""
+STATIC_MARK = """  class cnt_c;
+    static int n = 0;
+  endclass
+  reg marked = 1'b0;
+  initial begin cnt_c::n = cnt_c::n + 1; marked = cnt_c::n > 1; end
+  assign ready_o = !busy_q && !marked;"""
+# Simulation time: a fresh context per seed starts at 0, so a design keyed on time sees the same
+# time batched and alone; reading it takes a system function, which keeps a design out of
+# batching all the same.
+TIME_MARK = """  reg marked = 1'b0;
+  initial begin #1; if ($time != 1 || $realtime != 1.0) marked = 1'b1; end
+  assign ready_o = !busy_q && !marked;"""
+# Output: a seed's output limit applies to a whole batch, and printing takes a system task.
+PRINT_MARK = """  reg marked = 1'b0;
+  always @(posedge clk_a_i) $display("cycle");
+  assign ready_o = !busy_q && !marked;"""
+
+
+@pytest.fixture(scope="module")
+def hs():
+    return load_task("handshake")
+
+
+def variant(hs, body: str) -> str:
+    text = hs.reference_text.replace(READY, body)
+    assert text != hs.reference_text
+    return text
+
+
+def keys(report: dict, stage: str = "hidden") -> list:
+    return report["seeds"][stage]["results"]
+
+
+def test_first_grade_batches_self_checked_and_issues_a_certificate(hs):
+    text = hs.reference_text + "\n// a new patch\n"
+    assert not parity.cert_path(hs, text, True).exists()
+    r = grade(hs, text, sim="verilator", hidden=HIDDEN)
+    validate_report(r)
+    assert r["verdict"] == "pass" and r["batch_policy"] == "self-checked"
+    hid = r["seeds"]["hidden"]
+    assert hid["mode"] == "batched", hid["mode_reason"]
+    assert "self-checked" in hid["mode_reason"] and "reverse-order re-run" in hid["mode_reason"]
+    check = parity.check_certificate(hs, text, hidden_seeds(hs, HIDDEN), settle=True)
+    assert check.ok and check.basis == "self-checked"
+    # The re-grade checks against that certificate as well; its results are the alone results.
+    again = grade(hs, text, sim="verilator", hidden=HIDDEN)
+    assert again["seeds"]["hidden"]["mode"] == "batched"
+    assert "(self-checked) issued" in again["seeds"]["hidden"]["mode_reason"]
+    alone = grade(hs, text, sim="verilator", hidden=HIDDEN, batch=False)
+    assert keys(alone) == keys(r) == keys(again)
+    # The old rule does not take a self-checked certificate for a parity one.
+    old = grade(hs, text, sim="verilator", hidden=HIDDEN, batch_policy="certified")
+    assert old["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "certificate is self-checked" in old["seeds"]["hidden"]["mode_reason"]
+    # The same results on Icarus (this patch has no simulator difference).
+    assert keys(grade(hs, text, sim="icarus", hidden=HIDDEN)) == keys(r)
+    # A self-checked certificate never lets sim="auto" pick Verilator, even one covering every
+    # seed and with a cost model in which Verilator is far cheaper.
+    every = [SeedResult(seed=d["seed"], status=d["status"], reason="", checks=d["checks"],
+                        trace_hash=d["hash"], sim_time_ps=d["t"])
+             for d in keys(alone, "visible") + keys(alone)]
+    parity.issue_certificate(hs, text, every, settle=True, basis="self-checked")
+    cheap = cost.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
+                           verilator_seed_alone=0.004, verilator_seed_batched=0.001, source="test figures")
+    path = cost.model_path(hs.id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"model": dataclasses.asdict(cheap)}))
+    try:
+        sim, why = cost.choose_simulator(hs, text, hidden=HIDDEN, settle=True)
+    finally:
+        path.unlink()
+    assert sim == "icarus" and "X/Z" in why
+
+
+def test_certified_policy_keeps_the_old_rule(hs, monkeypatch):
+    text = hs.reference_text + "\n// another new patch\n"
+    r = grade(hs, text, sim="verilator", hidden=HIDDEN, batch_policy="certified")
+    validate_report(r)
+    assert r["batch_policy"] == "certified"
+    assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "no parity certificate" in r["seeds"]["hidden"]["mode_reason"]
+    assert not parity.cert_path(hs, text, True).exists()
+    monkeypatch.setenv(parity.BATCH_POLICY_ENV, "certified")
+    r2 = grade(hs, text, sim="verilator", hidden=HIDDEN)
+    assert r2["batch_policy"] == "certified" and r2["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    monkeypatch.setenv(parity.BATCH_POLICY_ENV, "sometimes")
+    with pytest.raises(ValueError, match="CDC_ENV_BATCH_POLICY: unknown batching policy 'sometimes'"):
+        grade(hs, text, sim="verilator", hidden=HIDDEN)
+    with pytest.raises(ValueError, match="batch_policy: unknown"):
+        grade(hs, text, sim="verilator", hidden=HIDDEN, batch_policy="never")
+
+
+def test_cli_batch_policy(hs, tmp_path):
+    sub = tmp_path / "sub.v"
+    sub.write_text(hs.reference_text)
+    cmd = [sys.executable, "-m", "cdc_env.cli", "grade", "handshake", str(sub), "--hidden", "0", "--json"]
+    out = subprocess.run([*cmd, "--batch-policy", "certified"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["batch_policy"] == "certified"
+    bad = subprocess.run([*cmd, "--batch-policy", "never"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    env_bad = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, parity.BATCH_POLICY_ENV: "sometimes"})
+    assert env_bad.returncode == 2 and "Traceback" not in env_bad.stderr
+    assert len(env_bad.stderr.strip().splitlines()) == 1 and "sometimes" in env_bad.stderr
+
+
+@pytest.mark.parametrize("body,construct", [(FILE_MARK, "$fopen"), (SYSTEM_MARK, "$system"),
+                                            (RANDOM_MARK, "$urandom"), (STATIC_MARK, "class"),
+                                            (TIME_MARK, "$time"), (PRINT_MARK, "$display")],
+                         ids=["file", "system", "random", "static", "time", "print"])
+def test_stateful_design_never_batches_on_a_first_grade(hs, body, construct):
+    text = variant(hs, body)
+    assert construct in parity.stateful_constructs(text)
+    r = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False)
+    validate_report(r)
+    if r["failed_stage"] == "build":
+        pytest.skip(f"Verilator does not build this construct: {r['reason'][:120]}")
+    hid = r["seeds"].get("hidden")
+    assert hid is not None, r["reason"]
+    assert hid["mode"] == "one-at-a-time"
+    assert "self-checked batching refused" in hid["mode_reason"] and construct in hid["mode_reason"]
+    assert not parity.cert_path(hs, text, True).exists()
+    if construct != "$urandom":  # $urandom is unseeded on Verilator: not reproducible even alone
+        alone = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False, batch=False)
+        assert (r["verdict"], keys(r)) == (alone["verdict"], keys(alone))
+
+
+def test_the_file_channel_is_real_in_a_raw_batch(hs, tmp_path):
+    """Without the policy, seed 1 of a batch marks /tmp and every later seed fails: the channel the
+    policy closes exists (so the test above can fail)."""
+    text = variant(hs, FILE_MARK)
+    sim = Verilator()
+    b = sim.build(hs, {hs.editable: text}, tmp_path / "b")
+    assert b.status == "pass", b.log[-500:]
+    plans = [plan_seed(hs, s) for s in hidden_seeds(hs, 4)]
+    batched = sim.run_batch(b, plans, settle=True).results
+    alone = [sim.run_seed(b, p, settle=True) for p in plans]
+    assert [r.status for r in alone] == ["pass"] * 4
+    assert batched[0].status == "pass" and {r.status for r in batched[1:]} == {"fail"}
+    # ... and the self-checked stage (no certificate) would have caught it even without the scan.
+    fwd_rev = sim.run_batch(b, plans[::-1], settle=True).results
+    assert parity.first_difference(batched, fwd_rev, "a", "b")
+
+
+def test_time_restarts_for_every_seed_of_a_raw_batch(hs, tmp_path):
+    """Even in a raw batch (no policy), a design keyed on simulation time sees what it sees alone."""
+    text = variant(hs, TIME_MARK)
+    sim = Verilator()
+    b = sim.build(hs, {hs.editable: text}, tmp_path / "b")
+    assert b.status == "pass", b.log[-500:]
+    plans = [plan_seed(hs, s) for s in hidden_seeds(hs, 4)]
+    batched = sim.run_batch(b, plans, settle=True).results
+    alone = [sim.run_seed(b, p, settle=True) for p in plans]
+    assert [r.key() for r in batched] == [r.key() for r in alone]
+    assert {r.status for r in alone} == {"pass"}
+
+
+def test_a_batch_runs_under_one_seeds_limits(hs, tmp_path):
+    """A seed may not use more in a batch than alone: a batch over one seed's output limit is
+    incomplete, and the stage runs seed by seed."""
+    sim = Verilator()
+    b = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "b")
+    seeds = hidden_seeds(hs, HIDDEN)
+    tight = dataclasses.replace(SEED_LIMITS, out_bytes=200)
+    results, reason, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+                                                     limits=tight, policy="self-checked")
+    assert results is None and "incomplete" in reason and "output" in reason
+    ok, _, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+                                           policy="self-checked")
+    assert ok is not None and len(ok) == HIDDEN
+
+
+def test_scan_repeats_the_gate_allowlist():
+    pytest.importorskip("pyslang")
+    from cdc_env.gate.policy import PURE_SYSCALLS
+
+    assert {"$" + n for n in parity._STATELESS_SYSCALLS} == set(PURE_SYSCALLS)
+
+
+def test_stateful_scan_ignores_comments_and_strings():
+    text = 'module m; // $fopen here\n /* $system */ localparam W = $clog2("$fopen"); endmodule'
+    assert parity.stateful_constructs(text) == []
+    assert parity.stateful_constructs("initial if ($test$plusargs(\"x\")) $finish;") == [
+        "$test$plusargs", "$finish"]
+    assert parity.stateful_constructs("initial x = $random(s);") == ["$random"]
+    assert parity.stateful_constructs("initial $readmemh(\"f\", m);") == ["$readmemh"]
+
+
+def test_no_sandbox_never_batches_self_checked(hs):
+    text = hs.reference_text + "\n// unsandboxed\n"
+    r = grade(hs, text, sim="verilator", hidden=HIDDEN, sandbox=False)
+    assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
+    assert "needs the sandbox" in r["seeds"]["hidden"]["mode_reason"]
+
+
+def test_certificates_are_pruned_oldest_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(parity, "cert_dir", lambda: tmp_path)
+    for i in range(6):
+        f = tmp_path / f"t-{i}.json"
+        f.write_text("{}")
+        os.utime(f, (1000 + i, 1000 + i))
+    assert parity.prune_certificates(keep=4) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"t-{i}.json" for i in range(2, 6)]
+    assert parity.prune_certificates(keep=4) == 0
+
+
+def test_cost_model_sources(hs, tmp_path, monkeypatch):
+    """load_model: the cache's measurement, else the model shipped for the task, else the default."""
+    shipped = tmp_path / "cost_models.json"
+    model = dataclasses.asdict(cost.CostModel(0.1, 0.02, 1.5, 0.01, 0.0005, "measured on a test day"))
+    shipped.write_text(json.dumps({"models": {hs.id: model}}))
+    monkeypatch.setattr(cost, "SHIPPED_MODELS", shipped)
+    m = cost.load_model(hs)
+    assert m.icarus_seed == 0.02 and m.source.startswith("shipped with the package")
+    assert cost.load_model(load_task("event")) == cost.DEFAULT_MODEL  # not shipped: the default
+    shipped.write_text(json.dumps({"models": {hs.id: {**model, "icarus_seed": "fast"}}}))
+    assert cost.load_model(hs) == cost.DEFAULT_MODEL  # a malformed entry is not used
+    cache = cost.model_path(hs.id)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"model": {**model, "source": "cache"}}))
+    try:
+        assert cost.load_model(hs).source == "cache"
+    finally:
+        cache.unlink()
+    rows = [{"task": hs.id, "model": model}]
+    cost.ship_models(rows, shipped)
+    assert json.loads(shipped.read_text())["models"][hs.id] == model
+
+
+def test_every_task_has_a_shipped_cost_model():
+    from cdc_env.task import list_tasks
+
+    doc = json.loads(cost.SHIPPED_MODELS.read_text())
+    missing = [t.id for t in list_tasks() if cost._model_from(doc["models"].get(t.id)) is None]
+    assert not missing, f"no shipped cost model for {missing}: run cdc-env cost --ship"
