@@ -5,8 +5,7 @@ environment), ``CdcError``. ``CdcRepairEnv`` loads on first use. (``cdc_env.grad
 function; the module of the same name is ``sys.modules["cdc_env.grade"]``.)
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__  # noqa: E402
 from .errors import CdcError  # noqa: E402
 from .grade import grade  # noqa: E402  -- rebinds the name from the submodule to the function
 from .task import list_tasks, load_task  # noqa: E402

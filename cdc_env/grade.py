@@ -21,7 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import __version__, paths
+from . import paths
+from ._version import __version__
 from .gate import run_gate
 from .parity import BATCH_MIN_SEEDS, StageRun, run_stage_batched
 from .parity import batch_policy as resolve_batch_policy

@@ -17,7 +17,6 @@ Adds ``cdc-env scripted [AGENT ...] [--task ...] [--json]``. Not covered: model-
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import tempfile
@@ -247,35 +246,3 @@ def run_all(names: list[str] | None = None, tasks: list[str] | None = None, **kw
     chosen = [agents[n] for n in names] if names else list(agents.values())
     task_objs = [load_task(t) for t in tasks] if tasks else list_tasks()
     return [run_agent(a, t, **kw) for t in task_objs for a in chosen]
-
-
-def cmd_scripted(args: argparse.Namespace) -> int:
-    from .cli import parse_hidden
-    from .errors import EXIT_NOT_PASS, EXIT_OK
-
-    hidden = parse_hidden(args.hidden)
-    if args.json:
-        runs = run_all(args.agents, args.task, hidden=hidden, sim=args.sim)
-        print(json.dumps([r.row() for r in runs], indent=2))
-    else:
-        print(f"scripted agents on {args.sim}, {args.hidden} hidden seeds per submission\n")
-        print("| agent | task | expected | got | tool calls | sim runs | result |")
-        print("|---|---|---|---|---|---|---|")
-        runs = []
-        for t in args.task or [t.id for t in list_tasks()]:
-            for r in run_all(args.agents, [t], hidden=hidden, sim=args.sim):
-                runs.append(r)
-                note = "" if r.outcome == "ok" else ": " + ("; ".join(r.problems) or r.note)[:300]
-                print(f"| {r.agent} | {r.task} | {r.expected} | {r.got()} | {r.final.get('steps_used')} | "
-                      f"{r.final.get('sim_runs_used')} | {r.outcome}{note} |", flush=True)
-    return EXIT_NOT_PASS if any(r.outcome == "FAIL" for r in runs) else EXIT_OK
-
-
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("scripted", help="replay the scripted agents against the environment; print a table")
-    s.add_argument("agents", nargs="*", metavar="AGENT", help="agents to run (default: all)")
-    s.add_argument("--task", action="append", help="task id (repeatable; default: every public task)")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
-    s.add_argument("--hidden", default="32", help="hidden seeds per submission, or 'all' (default 32)")
-    s.add_argument("--json", action="store_true", help="print the rows as JSON")
-    s.set_defaults(func=cmd_scripted)

@@ -36,7 +36,8 @@ from typing import Any
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 
-from . import __version__, tools
+from . import tools
+from ._version import __version__
 from .prompts import AGENT_SYSTEM_PROMPT
 from .server.episodes import EnvServer
 from .server.errors import _ERROR_RESPONSES, ApiError

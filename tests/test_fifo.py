@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from cdc_env import paths
-from cdc_env.fifo.cli import differs
+from cdc_env.cli.fifo import differs
 from cdc_env.fifo.generator import EXTRAS, SHAPES, STYLES, FifoParams, design_text, generate
 from cdc_env.fifo.heldout import HELDOUT_AW, HELDOUT_MODULES, HELDOUT_WIDTHS
 from cdc_env.fifo.variants import EXTRA, TRAIN_AWS, TRAIN_MODULES, TRAIN_STYLES, TRAIN_WIDTHS, TRAINING

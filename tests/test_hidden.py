@@ -30,7 +30,7 @@ def test_at_most_names_the_task():
 
 
 def test_the_cli_and_the_server_config_use_it():
-    from cdc_env.cli import parse_hidden as cli_parse
+    from cdc_env.cli.common import parse_hidden as cli_parse
     from cdc_env.server.config import ServerConfig, resolve_tasks
 
     with pytest.raises(CdcError, match=r"^--hidden must be a number of 0 or more"):

@@ -12,7 +12,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__, tools
+from .. import tools
+from .._version import __version__
 from .config import API, ServerConfig
 from .episodes import EnvServer
 from .errors import _ERROR_RESPONSES, _STATUS_CODES, ApiError, error_response

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import CdcError
 from ..proc import bwrap_path
 from ..seeds import parse_hidden

@@ -13,10 +13,10 @@ from pathlib import Path
 
 
 def cmd_grade_batch(args: argparse.Namespace) -> int:
-    from .backends import make_backend
-    from .batch import BatchRun, run_batch, summary_markdown
-    from .cli import EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
-    from .errors import CdcError
+    from ..backends import make_backend
+    from ..batch import BatchRun, run_batch, summary_markdown
+    from ..errors import CdcError
+    from .common import EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
 
     if args.workers is not None and args.ray:
         print("cdc-env: choose --workers or --ray, not both", file=sys.stderr)
@@ -60,8 +60,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .cli import EXIT_OK
-    from .report_html import write_report
+    from ..report_html import write_report
+    from .common import EXIT_OK
 
     path = write_report(Path(args.dir), Path(args.output) if args.output else None)
     if args.json:
@@ -71,7 +71,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("grade-batch", help="grade a JSONL predictions file on a local pool or a Ray cluster")
     s.add_argument("predictions", help='JSONL: {"id", "task", "submission"} plus optional "sim", "hidden"')
     s.add_argument("--out", required=True, metavar="DIR",
@@ -101,4 +101,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_report)
 
 
-register = add_commands  # the name the briefs use

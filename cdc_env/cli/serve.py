@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from .errors import CdcError
+from ..errors import CdcError
 
 
 def _positive(kind: type, name: str):
@@ -36,12 +36,12 @@ def _positive(kind: type, name: str):
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .cli import parse_hidden
-    from .errors import EXIT_OK
-    from .server.app import create_app
-    from .server.config import ServerConfig, resolve_tasks
-    from .server.run import bind, is_loopback, uvicorn_server
-    from .task import task_ids
+    from ..errors import EXIT_OK
+    from ..server.app import create_app
+    from ..server.config import ServerConfig, resolve_tasks
+    from ..server.run import bind, is_loopback, uvicorn_server
+    from ..task import task_ids
+    from .common import parse_hidden
 
     names = list(args.tasks or [])
     if args.all_public:
@@ -93,8 +93,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
-    from .server.config import DEFAULT_MAX_BODY
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..server.config import DEFAULT_MAX_BODY
 
     s = sub.add_parser("serve", help="serve the named tasks over HTTP (episodes, tools, one-shot grades)")
     s.add_argument("--tasks", nargs="+", metavar="TASK", help="public task ids or task folders (held-out)")

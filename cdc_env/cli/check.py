@@ -12,11 +12,11 @@ import sys
 
 
 def cmd_check(args) -> int:
-    from ..cli import read_submission
     from ..errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
+    from ..gate import run_gate
     from ..submission import allowlist
     from ..task import load_task
-    from . import run_gate
+    from .common import read_submission
 
     task = load_task(args.task)
     allowed = allowlist(task, read_submission(args.file))
@@ -39,7 +39,7 @@ def cmd_check(args) -> int:
     return {"pass": EXIT_OK, "refused": EXIT_NOT_PASS}.get(out["status"], EXIT_TOOL)
 
 
-def add_commands(sub) -> None:
+def register(sub) -> None:
     s = sub.add_parser("check", help="run the allowlist and the static gate on a submission (no simulation)")
     s.add_argument("task")
     s.add_argument("file", help="the submission (full editable file or unified diff); - reads standard input")

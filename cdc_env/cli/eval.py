@@ -17,10 +17,9 @@ from pathlib import Path
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .backends import grade_function, make_backend
-    from .cli import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
-    from .errors import CdcError
-    from .evaluate import (
+    from ..backends import grade_function, make_backend
+    from ..errors import CdcError
+    from ..evaluate import (
         ControlsFailed,
         EndpointUnavailable,
         EvalSettings,
@@ -28,6 +27,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         run_eval,
         summary_markdown,
     )
+    from .common import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
 
     if args.workers is not None and args.ray:
         print("cdc-env: choose --workers or --ray, not both", file=sys.stderr)
@@ -85,8 +85,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
-    from .cli import EXIT_OK
-    from .standin import StandinServer, load_scripts
+    from ..standin import StandinServer, load_scripts
+    from .common import EXIT_OK
 
     if args.list:
         scripts = load_scripts()
@@ -108,7 +108,7 @@ def cmd_standin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("eval",
                        help="evaluate a model (one-shot or agentic) through a Chat Completions "
                        "endpoint")

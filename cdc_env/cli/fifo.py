@@ -21,8 +21,8 @@ from pathlib import Path
 
 from .. import paths
 from ..errors import CdcError
-from .generator import FifoParams, generate, write_task
-from .variants import EXTRA, TRAINING, by_id
+from ..fifo.generator import FifoParams, generate, write_task
+from ..fifo.variants import EXTRA, TRAINING, by_id
 
 
 def _committed() -> tuple[FifoParams, ...]:
@@ -112,7 +112,7 @@ def _progress(enabled: bool):
 
 
 def cmd_mint(args) -> int:
-    from .heldout import mint
+    from ..fifo.heldout import mint
 
     manifest = mint(Path(args.key_file), Path(args.out), gate=not args.no_gate, force=args.force,
                     progress=_progress(not args.json))
@@ -130,7 +130,7 @@ def cmd_mint(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .heldout import verify
+    from ..fifo.heldout import verify
 
     res = verify(Path(args.dir), Path(args.key_file) if args.key_file else None)
     if args.json:
@@ -144,7 +144,7 @@ def cmd_verify(args) -> int:
     return 0 if res["ok"] else 1
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fifo", help="the asynchronous FIFO family: list and generate variants")
     fsub = f.add_subparsers(dest="fifo_command", required=True, parser_class=type(f))
     s = fsub.add_parser("list", help="the committed variants")

