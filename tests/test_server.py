@@ -422,7 +422,7 @@ def test_cdc_env_serve_refuses_bad_setups_in_one_line(args):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("cdc-env: ") and "Traceback" not in r.stderr
 
 
-# ---------------------------------------------------------------------- issue 14: connection hardening
+# ---------------------------------------------------------------------- connection hardening
 
 
 def test_accepted_connections_have_tcp_nodelay():

@@ -8,7 +8,7 @@ choice), from a parameter region disjoint from the training variants (variants.p
   which no training variant uses; each of the three defect shapes at least once.
 
 It writes ``out/<id>/`` (complete task folders with ``heldout = true``), chooses their visible
-seeds, runs their gate (SPEC section 2), and writes ``out/heldout_manifest.json``: the
+seeds, runs their variant gate (taskgate.py), and writes ``out/heldout_manifest.json``: the
 parameters' and every file's SHA-256, the gate rows, and a fingerprint of the key (an HMAC of a
 fixed label, which does not reveal the key). The manifest holds no source; an operator may keep
 or publish it to prove later which set was used. ``verify`` re-hashes a folder against its

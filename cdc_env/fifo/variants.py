@@ -76,7 +76,7 @@ _EVIDENCE = [
     ("fifo_x_reset", "tx_fifo", "srcdst", 16, 4, 5, "reset_domain", (), ()),
 ]
 # Per-variant stimulus where the shared default (push probability 30-90 %, 300 slow cycles) misses
-# the band. Re-calibrated for issue 12's model (late settling only for a change at the source
+# the band. Re-calibrated for the current late-settling model (late settling only for a change at the source
 # clock's latest edge of either polarity), which catches a binary pointer on a few percent fewer
 # seeds: lighter write traffic (the reader waits on a near-empty FIFO more often) and a longer run
 # (more increments watched) bring these variants back into the band; see the gate table.

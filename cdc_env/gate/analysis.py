@@ -68,7 +68,7 @@ def elaborate(job_files: dict[str, str], top: str, sets: list[str] | None = None
             continue
         file = file or editable
         msg = engine.formatMessage(d)
-        if code in ELABORATION_LIMIT_DIAGS:  # issue 14 (SANDBOX): a limit is a refusal, never a build
+        if code in ELABORATION_LIMIT_DIAGS:  # a limit is a refusal, never a build
             out.append(finding("GATE-LIMIT", f"{msg} -- the design exceeds the gate's elaboration limits; "
                                "simplify it", file=file, line=line))
         elif code in frontend.HIERREF_DIAGS and "." in _source_at(fe, d):

@@ -1,4 +1,4 @@
-"""The HTTP server: CdcRepairEnv episodes and one-shot grades for any language or RL stack (SPEC §6, §9).
+"""The HTTP server: CdcRepairEnv episodes and one-shot grades for any language or RL stack.
 
 ``create_app(ServerConfig(...))`` builds a FastAPI app (OpenAPI document at ``/openapi.json``):
 

@@ -1,6 +1,6 @@
 """cocotb tests of the late-settling primitives (run by tests/test_primitives.py, not by pytest).
 
-Every test records what it observed in the log and asserts the model's promises (SPEC section 4):
+Every test records what it observed in the log and asserts the model's promises (cdc_sync.v header):
 latency 2 or 3 destination cycles, never 1 or 4; bits choose independently; only bits changed in
 the latest source update settle late; Gray counts are seen current or one behind; binary counts
 can be seen as values they never had; settling off gives exactly 2; the same key, the same

@@ -1,13 +1,16 @@
 // cdc_sync.v -- the provided clock-domain-crossing synchronizer primitives.
 //
-// Shared, read-only, by every task. Three primitives:
+// Shared, read-only, by every task. Four primitives:
 //   cdc_sync_bus   #(WIDTH)  two-flop synchronizer for a bus that changes at most one bit per
 //                            source update (a Gray-coded value); WIDTH=1 is a level synchronizer
 //   cdc_sync_bit             one-bit level synchronizer (cdc_sync_bus with WIDTH=1)
 //   cdc_sync_pulse           toggle-based pulse synchronizer (source toggle flop + cdc_sync_bit
 //                            + destination edge detect)
+//   cdc_ram        #(WIDTH, AW)  storage written in one domain and read in the other (a FIFO's
+//                            memory); a read of an entry written less than one read cycle ago
+//                            may return old bits
 //
-// Behaviour modelled (the late-settling model, SPEC section 4). This module is the one place
+// Behaviour modelled (the late-settling model; README, "Late settling"). This module is the one place
 // where late settling lives:
 //   * Each bit is sampled by a first flop on every destination edge and passed to a second flop;
 //     q_o is the second flop, so a stable input is seen after 2 destination edges.

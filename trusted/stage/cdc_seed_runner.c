@@ -1,4 +1,4 @@
-/* cdc_seed_runner.c -- the trusted runner of one seed stage inside one sandbox (cdc_env issue 15).
+/* cdc_seed_runner.c -- the trusted runner of one seed stage inside one sandbox.
  *
  * The grader starts one bubblewrap sandbox per stage (or per chunk of a stage) instead of one per
  * seed, and this program inside it runs the seeds one after another, each in a fresh process:

@@ -1,4 +1,4 @@
-"""Issue 13's finer points that the gate_cases pairs do not pin down: which comments are pragmas,
+"""The gate's finer points that the gate_cases pairs do not pin down: which comments are pragmas,
 how wide an unsized literal is, where a byte-order mark is refused, how POL-CONSTRUCT names the
 domains, and which synchronizer pairs are (not) redundant."""
 
