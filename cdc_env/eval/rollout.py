@@ -76,6 +76,7 @@ class Rollout:
 
     def row(self, out_dir: Path) -> dict:
         r = self.report
+        gate = gate_result(r)
         findings = list(dict.fromkeys(f["rule"] for f in r["findings"])) if r else []
         return {
             "task": self.task.id, "family": self.task.family, "mode": self.settings.mode,
@@ -88,8 +89,8 @@ class Rollout:
             "grade_cpu_s": r["cpu_s"] if r else 0.0,
             "trajectory": str(self.trajectory_path(out_dir).relative_to(out_dir)),
             # beyond the required fields
-            "gate": gate_result(r),
-            "sim_verdict": _sim_verdict(r, self.gate_off_report),
+            "gate": gate,
+            "sim_verdict": _sim_verdict(r, gate, self.gate_off_report),
             "gap_cpu_s": self.gate_off_report["cpu_s"] if self.gate_off_report else 0.0,
             "refusal": self.refusal, "parse": self.parse, "error": self.error,
             "malformed_args": self.malformed_args, "unknown_tools": self.unknown_tools,
@@ -119,11 +120,11 @@ def gate_result(report: dict | None) -> GateDecision | None:
     return Report.from_dict(report).gate_decision
 
 
-def _sim_verdict(report: dict | None, gate_off: dict | None) -> str | None:
-    """The verdict of simulation alone: the report's own when the gate passed, else the gate-off one."""
+def _sim_verdict(report: dict | None, gate: GateDecision | None, gate_off: dict | None) -> str | None:
+    """The verdict of simulation alone: the report's own when the gate (``gate_result(report)``)
+    passed or did not run, the gate-off one when it refused."""
     if report is None:
         return None
-    gate = gate_result(report)
     if gate == "refused":
         return gate_off["verdict"] if gate_off else None
     return report["verdict"] if gate in ("pass", "not_run") else None
