@@ -39,6 +39,7 @@ from pathlib import Path
 
 from .backends import SIMS, Backend, GradeJob
 from .errors import CdcError
+from .seeds import parse_hidden
 
 MAX_SUBMISSION = 256 << 10
 VERDICTS = ("pass", "fail", "overfit", "compile_error", "refused", "timeout", "tool_error")
@@ -53,14 +54,6 @@ class BadLine:
 
     def row(self) -> dict:
         return {"line": self.line, "id": self.id, "reason": self.reason}
-
-
-def parse_hidden_value(value: object) -> int | str:
-    if value == "all":
-        return "all"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"hidden must be a number of 0 or more or 'all', not {value!r}")
-    return value
 
 
 def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_tasks: set[str]) -> GradeJob:
@@ -87,7 +80,7 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     line_sim = obj.get("sim", sim)
     if line_sim not in SIMS:
         raise ValueError(f"sim must be one of {', '.join(SIMS)}, not {str(line_sim)[:40]!r}")
-    line_hidden = parse_hidden_value(obj.get("hidden", hidden))
+    line_hidden = parse_hidden(obj.get("hidden", hidden))
     unknown = set(obj) - {"id", "task", "submission", "sim", "hidden", "meta"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))[:120]}")

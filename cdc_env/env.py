@@ -24,6 +24,8 @@ from .errors import CdcError
 from .grade import grade
 from .proc import bwrap_path
 from .prompts import CONTRACT_NAME, task_prompt
+from .report import Report
+from .seeds import parse_hidden
 from .simulators import get_simulator
 from .submission import MAX_BYTES
 from .task import Task, load_task
@@ -121,9 +123,11 @@ class CdcRepairEnv:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
         if isinstance(max_sim_runs, bool) or not isinstance(max_sim_runs, int) or max_sim_runs < 0:
             raise CdcError(f"max_sim_runs must be an integer >= 0, not {max_sim_runs!r}")
-        if not (hidden in (None, "all") or (isinstance(hidden, int) and not isinstance(hidden, bool)
-                                             and hidden >= 0)):
-            raise CdcError(f"hidden must be 'all' or a number >= 0, not {hidden!r}")
+        if hidden is not None:
+            try:
+                hidden = parse_hidden(hidden)
+            except ValueError as exc:
+                raise CdcError(str(exc)) from None
         if isinstance(task_dir, Task):
             self.task = task_dir
         elif repo_root is not None and not (Path(task_dir) / "task.toml").is_file():
@@ -386,28 +390,28 @@ def _clip_log(log: str) -> str:
 
 def describe_visible_run(task: Task, report: dict) -> str:
     """The model's view of a visible-seeds-only grade: nothing but the agent's own runs."""
-    stages = {s["name"]: s for s in report["stages"]}
-    sim = _SIM_TITLES.get(report["simulator"]["name"], report["simulator"]["name"])
+    rep = Report.from_dict(report)
+    allowlist, gate, build = rep.stage("allowlist"), rep.stage("gate"), rep.stage("build")
+    sim = _SIM_TITLES.get(rep.simulator["name"], rep.simulator["name"])
     head = "run_visible: "
-    if stages["allowlist"]["status"] != "pass":
-        return head + f"the design was not accepted: {stages['allowlist']['detail']}. Nothing was simulated."
-    gate = stages["gate"]
-    if gate["status"] == "refused":
+    if allowlist is None or allowlist.status != "pass":
+        detail = allowlist.detail if allowlist else "no allowlist stage"
+        return head + f"the design was not accepted: {detail}. Nothing was simulated."
+    status = gate.status if gate else None
+    if status == "refused":
         lines = [head + "the static checks refused the design; nothing was built or simulated. "
                  "A submission would be refused for the same reasons:"]
-        for f in report["findings"]:
+        for f in rep.findings:
             where = ":".join(str(x) for x in (f.get("file"), f.get("line")) if x)
             lines.append(f"  [{f['rule']}] {where + ' ' if where else ''}{f['message']}")
         return scrub_host_paths("\n".join(lines), task)
-    if gate["status"] == "tool_error":
+    if status == "tool_error":
         return head + "the static checks could not run (a tool error, not a fault of your design)."
-    gate_line = {"pass": "Static checks: passed.",
-                 "not_run": "Static checks: not run."}.get(gate["status"], "")
-    build = stages["build"]
-    if build["status"] == "compile_error":
-        log = _clip_log(scrub_host_paths(build["detail"], task)) or "(no compiler output)"
+    gate_line = {"pass": "Static checks: passed.", "not_run": "Static checks: not run."}.get(status or "", "")
+    if build is not None and build.status == "compile_error":
+        log = _clip_log(scrub_host_paths(build.detail, task)) or "(no compiler output)"
         return f"{head}the design does not compile ({sim}). {gate_line}\nCompiler output:\n{log}"
-    if build["status"] != "pass":
+    if build is None or build.status != "pass":
         return head + f"the simulator could not build the design (a tool error with {sim}, not a fault " \
                       "of your design)."
     vis = report["seeds"].get("visible")

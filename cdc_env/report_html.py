@@ -9,7 +9,7 @@ escaping of &, <, >, " and '), never into an attribute without it and never into
 Folders:
   * grade-batch (batch.py): results.jsonl rows are grade reports with ``id``; run.json names the
     predictions file, from which failing submissions are shown when it is still there.
-  * eval (evaluate.py): results.jsonl rows carry ``label``, ``gate``, ``sim_verdict``,
+  * eval (cdc_env/eval/): results.jsonl rows carry ``label``, ``gate``, ``sim_verdict``,
     ``grade_cpu_s`` and ``trajectory`` (rollouts/<task>/s<k>/trajectory.json: the messages, the
     steps, the submission and the grade report); summary.json has the structural-validity gap.
 """

@@ -56,6 +56,7 @@ def test_parse_line_reasons():
                         ('{"id": "a", "task": "handshake", "submission": 3}', "submission must be"),
                         ('{"id": "a", "task": "handshake", "submission": "", "hidden": -1}', "hidden must"),
                         ('{"id": "a", "task": "handshake", "submission": "", "hidden": "x"}', "hidden must"),
+                        ('{"id": "a", "task": "handshake", "submission": "", "hidden": true}', "hidden must"),
                         ('{"id": "a", "task": "x", "submission": ""}', "unknown task")]:
         with pytest.raises(ValueError, match=reason):
             parse_line(raw, 1, sim="icarus", hidden="all", known_tasks=known)

@@ -97,7 +97,7 @@ def test_tasks_and_show_json():
 
 
 HEAVY = ("fastapi", "pydantic", "uvicorn", "httpx", "openai", "starlette", "cdc_env.server",
-         "cdc_env.evaluate", "cdc_env.standin", "cdc_env.client", "cdc_env.env")
+         "cdc_env.eval", "cdc_env.standin", "cdc_env.client", "cdc_env.env")
 
 
 def _modules_after(*argv: str, block: str = "") -> tuple[int, list[str], str]:

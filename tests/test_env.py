@@ -92,6 +92,14 @@ def test_bad_settings_are_one_line_errors(kwargs):
         CdcRepairEnv("handshake", **kwargs)
 
 
+def test_hidden_is_decoded_as_the_command_line_decodes_it():
+    assert CdcRepairEnv("handshake", hidden="4", sandbox=False).hidden == 4
+    assert CdcRepairEnv("handshake", hidden="all", sandbox=False).hidden == "all"
+    for bad in (True, 2.0, "-1"):
+        with pytest.raises(CdcError, match="^hidden must be a number of 0 or more or 'all'"):
+            CdcRepairEnv("handshake", hidden=bad, sandbox=False)
+
+
 def test_task_by_id_by_folder_and_by_repo_root():
     by_dir = CdcRepairEnv(load_task("event").dir)
     by_root = CdcRepairEnv("event", repo_root=paths.data_root())

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from cdc_env.errors import CdcError
-from cdc_env.evaluate import ROW_FIELDS, ControlsFailed, EndpointUnavailable, EvalSettings, Results, run_eval
+from cdc_env.eval import ROW_FIELDS, ControlsFailed, EndpointUnavailable, EvalSettings, Results, run_eval
 from cdc_env.grade import grade
 from cdc_env.standin import StandinServer
 from cdc_env.task import load_task

@@ -6,15 +6,15 @@ import math
 
 import pytest
 
-from cdc_env.evaluate import (
+from cdc_env.eval import (
     ProgressBar,
     gate_result,
-    oneshot_messages,
     parse_answer,
     pass_at_k,
     redact_url,
     summarize,
 )
+from cdc_env.prompts import oneshot_messages
 from cdc_env.task import load_task
 
 MOD = "module top (input wire a_i, output wire b_o);\n  assign b_o = a_i;\nendmodule\n"
@@ -110,8 +110,15 @@ def test_endpoint_secrets_never_kept():
 
 
 def _report(gate_status: str, rules: list[str]) -> dict:
-    return {"stages": [{"name": "gate", "status": gate_status, "detail": ""}],
-            "findings": [{"rule": r, "severity": "error", "message": ""} for r in rules]}
+    refused = gate_status == "refused"
+    return {"schema_version": 1, "task": "handshake", "family": "handshake",
+            "simulator": {"name": "icarus", "version": "12.0"}, "settle": True,
+            "verdict": "refused" if refused else "pass", "reward": 0 if refused else 1,
+            "failed_stage": "gate" if refused else None, "overfit": False, "reason": "",
+            "stages": [{"name": "allowlist", "status": "pass", "detail": ""},
+                       {"name": "gate", "status": gate_status, "detail": ""}],
+            "findings": [{"rule": r, "severity": "error", "message": ""} for r in rules],
+            "seeds": {}, "cpu_s": 0.0, "wall_s": 0.0}
 
 
 def test_gate_result_counts_only_decided_refusals():
@@ -120,6 +127,48 @@ def test_gate_result_counts_only_decided_refusals():
     assert gate_result(_report("tool_error", [])) == "unknown"
     assert gate_result(_report("pass", [])) == "pass"
     assert gate_result(_report("skipped", [])) is None and gate_result(None) is None
+
+
+def test_gate_result_of_a_grade_a_backend_could_not_make_is_none():
+    from cdc_env.backends import GradeJob, error_row
+
+    row = error_row(GradeJob(id=0, task="handshake", submission=""), "the worker died")
+    row.pop("id")  # as grade_function hands it back
+    assert gate_result(row) is None
+
+
+def test_settings_decode_hidden_once_at_the_edge():
+    from cdc_env.errors import CdcError
+    from cdc_env.eval import EvalSettings
+
+    def settings(hidden: object) -> EvalSettings:
+        return EvalSettings(mode="oneshot", base_url="http://127.0.0.1:9/v1", model="m", tasks=[],
+                            hidden=hidden)
+
+    s = settings("3")
+    s.check()
+    assert s.hidden == 3 and s.run_key()["hidden"] == 3
+    for bad in ("x", -1, True, "2.5"):
+        with pytest.raises(CdcError, match="^--hidden must be"):
+            settings(bad).check()
+
+
+@pytest.mark.parametrize("kw,message", [({"workers": 2, "ray": "auto"}, "not both"),
+                                        ({"workers": 0}, "1 or more")])
+def test_open_grading_refuses_bad_input_before_starting_anything(kw, message):
+    from cdc_env.errors import CdcError
+    from cdc_env.eval import NoGrader, open_grading
+
+    with pytest.raises(CdcError, match=message) as info:
+        open_grading(**kw)
+    assert not isinstance(info.value, NoGrader)  # bad input (exit 2), not "no machine can grade" (exit 3)
+
+
+def test_open_grading_without_a_backend_grades_in_this_process():
+    from cdc_env.eval import IN_PROCESS, open_grading
+
+    with open_grading() as g:
+        assert g.grader is None and g.backend is None and g.grades_on == IN_PROCESS and not g.problems
 
 
 def test_progress_off_a_terminal_is_one_plain_line_per_rollout(capsys):

@@ -62,7 +62,7 @@ def batch_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def eval_dir(batch_dir, tmp_path_factory) -> Path:
-    """An eval folder in evaluate.py's format (results.jsonl, summary.json, trajectories)."""
+    """An eval folder in cdc_env.eval's format (results.jsonl, summary.json, trajectories)."""
     d = tmp_path_factory.mktemp("eval")
     lines = (batch_dir / "results.jsonl").read_text().splitlines()
     reports = {json.loads(x)["id"]: json.loads(x) for x in lines}

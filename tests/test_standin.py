@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cdc_env.evaluate import oneshot_messages
+from cdc_env.prompts import oneshot_messages
 from cdc_env.standin import StandinServer, load_scripts
 from cdc_env.task import load_task
 

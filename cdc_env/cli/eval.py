@@ -1,5 +1,5 @@
 """``cdc-env eval`` (model runs against a Chat Completions endpoint) and ``cdc-env standin`` (the
-local stand-in model). The work is in evaluate.py and standin.py; this module only parses options
+local stand-in model). The work is in cdc_env/eval/ and standin.py; this module only parses options
 and prints.
 
 Exit status of ``eval``: 0 the run finished (whatever the model scored), 1 the endpoint cannot be
@@ -17,24 +17,19 @@ from pathlib import Path
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..backends import grade_function, make_backend
     from ..errors import CdcError
-    from ..evaluate import (
+    from ..eval import (
         ControlsFailed,
         EndpointUnavailable,
         EvalSettings,
+        NoGrader,
         ProgressBar,
+        open_grading,
         run_eval,
         summary_markdown,
     )
     from .common import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
 
-    if args.workers is not None and args.ray:
-        print("cdc-env: choose --workers or --ray, not both", file=sys.stderr)
-        return EXIT_USAGE
-    if args.workers is not None and args.workers < 1:
-        print("cdc-env: --workers must be 1 or more", file=sys.stderr)
-        return EXIT_USAGE
     tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
     settings = EvalSettings(
         mode=args.mode, base_url=args.base_url, model=args.model, tasks=tasks, api_key_env=args.api_key_env,
@@ -42,35 +37,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
         max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries)
     progress = None if args.json else ProgressBar(tty=True if args.progress else None)
-    backend = None
-    if args.workers is not None or args.ray:
-        try:
-            backend = make_backend(workers=args.workers, ray=args.ray, sim=args.sim,
-                                   ship=not args.ray_no_ship)
-        except CdcError as exc:  # e.g. Ray is not installed
-            print(f"cdc-env: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        try:
-            nodes = backend.start()
-        except CdcError as exc:
-            print(f"cdc-env: {exc}", file=sys.stderr)
-            return EXIT_TOOL
-        on_ray = backend.name == "ray"
-        for n in nodes:
-            if not n.get("ok"):
-                where = f"node {n.get('address')}" if on_ray else "this machine"
-                print(f"cdc-env: {where} cannot grade{' and was not used' if on_ray else ''}: "
-                      f"{'; '.join(n.get('problems') or [])}", file=sys.stderr)
     try:
-        summary = run_eval(settings, args.out, resume=args.resume, progress=progress,
-                           grader=grade_function(backend) if backend else None,
-                           grades_on={**backend.info(), "nodes": backend.nodes} if backend else None)
+        grading = open_grading(workers=args.workers, ray=args.ray, sim=args.sim, ship=not args.ray_no_ship)
+    except NoGrader as exc:
+        print(f"cdc-env: {exc}", file=sys.stderr)
+        return EXIT_TOOL
+    except CdcError as exc:  # both asked for, --workers 0, Ray not installed
+        print(f"cdc-env: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in grading.problems:
+        print(f"cdc-env: {line}", file=sys.stderr)
+    try:
+        with grading:
+            summary = run_eval(settings, args.out, resume=args.resume, progress=progress,
+                               grader=grading.grader, grades_on=grading.grades_on)
     except (ControlsFailed, EndpointUnavailable) as exc:
         print(f"cdc-env: {exc}", file=sys.stderr)
         return EXIT_NOT_PASS
-    finally:
-        if backend is not None:
-            backend.close()
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
