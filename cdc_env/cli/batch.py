@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from .common import add_backend_options
+
 
 def cmd_grade_batch(args: argparse.Namespace) -> int:
     from ..backends import make_backend
@@ -76,13 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("predictions", help='JSONL: {"id", "task", "submission"} plus optional "sim", "hidden"')
     s.add_argument("--out", required=True, metavar="DIR",
                    help="results folder (results.jsonl, errors.jsonl, summary.json/.md)")
-    s.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="local process pool of N workers (default: one per CPU)")
-    s.add_argument("--ray", default=None, metavar="ADDRESS",
-                   help="grade on a Ray cluster: its address, 'auto' (the cluster this machine "
-                        "belongs to) or 'local' (start one here); needs cdc_env[ray]")
-    s.add_argument("--ray-no-ship", action="store_true",
-                   help="use the cdc_env installed on the nodes instead of shipping this one")
+    add_backend_options(s, workers_default="one per CPU")
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"],
                    help="simulator for lines that do not name one (default icarus)")
     s.add_argument("--hidden", default="all", metavar="N|all",

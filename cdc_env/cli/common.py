@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ..errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL, EXIT_USAGE, CdcError
 
-__all__ = ["EXIT_NOT_PASS", "EXIT_OK", "EXIT_TOOL", "EXIT_USAGE", "parse_hidden", "print_report",
-           "progress_printer", "read_submission", "verdict_exit"]
+__all__ = ["EXIT_NOT_PASS", "EXIT_OK", "EXIT_TOOL", "EXIT_USAGE", "add_backend_options", "parse_hidden",
+           "print_report", "progress_printer", "read_submission", "verdict_exit"]
 
 
 def progress_printer(enabled: bool):
@@ -79,3 +79,15 @@ def print_report(report: dict) -> None:
             print(f"  ... {len(summary['failed']) - 10} more failing {stage} seeds")
     tail = f" -- {report['reason']}" if report["reason"] else ""
     print(f"verdict: {report['verdict']}  reward {report['reward']}  ({report['cpu_s']} CPU-s){tail}")
+
+
+def add_backend_options(s, *, workers_default: str, ray_note: str = "") -> None:
+    """``--workers``, ``--ray``, ``--ray-no-ship``: where grades run (cdc_env/backends.py), for
+    every command that grades many submissions (grade-batch, eval)."""
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help=f"grade on a local pool of N worker processes (default: {workers_default})")
+    s.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="grade on a Ray cluster: its address, 'auto' (the cluster this machine belongs to) "
+                        f"or 'local' (start one here); needs cdc_env[ray]{ray_note}")
+    s.add_argument("--ray-no-ship", action="store_true",
+                   help="use the cdc_env installed on the Ray nodes instead of shipping this one")

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from .common import add_backend_options
+
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..errors import CdcError
@@ -111,13 +113,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--resume", action="store_true",
                    help="continue the run in --out, skipping finished rollouts")
     s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
-    s.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="grade on a local pool of N worker processes (default: in this process)")
-    s.add_argument("--ray", default=None, metavar="ADDRESS",
-                   help="grade on a Ray cluster: its address, 'auto' or 'local'; needs cdc_env[ray]. "
-                        "run_visible and the controls stay on this machine")
-    s.add_argument("--ray-no-ship", action="store_true",
-                   help="use the cdc_env installed on the Ray nodes instead of shipping this one")
+    add_backend_options(s, workers_default="in this process",
+                        ray_note="; run_visible and the controls stay on this machine")
     s.add_argument("--max-steps", type=int, default=30, help="agentic: tool-call budget (default 30)")
     s.add_argument("--max-sim-runs", type=int, default=6, help="agentic: run_visible budget (default 6)")
     s.add_argument("--temperature", type=float, default=None)
