@@ -45,69 +45,42 @@ EXTRA_SHAPES = ("rd_binary", "early_publish", "reset_domain")
 EXTRAS = ("level", "busy", "wlevel")
 
 # Naming styles: logical name -> name in the generated design. Ports first, then internals.
-STYLES: dict[str, dict[str, str]] = {
-    "lowrisc": dict(
-        wclk="clk_wr_i", wrst="rst_wr_ni", push="wr_valid_i", wdata="wr_data_i", full="wr_full_o",
-        rclk="clk_rd_i", rrst="rst_rd_ni", rvalid="rd_valid_o", rdata="rd_data_o",
-        level="rd_level_o", busy="rd_busy_o", wlevel="wr_level_o",
-        mem="u_storage", mrd="storage_rdata", wbin="wr_ptr_bin_q", wgray="wr_ptr_gray_q", wsrc="wr_ptr_src",
-        rgray_w="rd_ptr_gray_wclk", rbin_w="rd_ptr_bin_wclk", wfill="wr_fill",
-        rbin="rd_ptr_bin_q", rgray="rd_ptr_gray_q", wsync_q="wr_ptr_sync_rclk",
-        wgray_r="wr_ptr_gray_rclk", wbin_r="wr_ptr_bin_rclk", rfill="rd_fill", left="burst_left_q",
-        u_wsync="u_wr_ptr_sync", u_rsync="u_rd_ptr_sync", pend="wr_pend_q", pdata="wr_pend_data_q",
-        credit="wr_credit_q", wspace="wr_space",
-        b2g="bin2gray", g2b="gray2bin",
-    ),
-    "cummings": dict(
-        wclk="wclk", wrst="wrst_n", push="winc", wdata="wdata", full="wfull",
-        rclk="rclk", rrst="rrst_n", rvalid="rvalid", rdata="rdata",
-        level="rlevel", busy="rbusy", wlevel="wlevel",
-        mem="u_mem", mrd="mem_rdata", wbin="wbin", wgray="wptr", wsrc="wptr_src",
-        rgray_w="wq2_rptr", rbin_w="wq2_rbin", wfill="wcount",
-        rbin="rbin", rgray="rptr", wsync_q="rq2_wraw",
-        wgray_r="rq2_wptr", wbin_r="rq2_wbin", rfill="rcount", left="rleft",
-        u_wsync="sync_w2r", u_rsync="sync_r2w", pend="wpend", pdata="wpend_data",
-        credit="wcredit", wspace="wspace",
-        b2g="bin2gray", g2b="gray2bin",
-    ),
-    "prefix": dict(
-        wclk="i_wclk", wrst="i_wrst_n", push="i_push", wdata="i_data", full="o_full",
-        rclk="i_rclk", rrst="i_rrst_n", rvalid="o_valid", rdata="o_data",
-        level="o_level", busy="o_busy", wlevel="o_wlevel",
-        mem="inst_ram", mrd="ram_rdata", wbin="wr_cnt_r", wgray="wr_code_r", wsrc="wr_cross",
-        rgray_w="rd_code_sync", rbin_w="rd_cnt_sync", wfill="wr_used",
-        rbin="rd_cnt_r", rgray="rd_code_r", wsync_q="wr_raw_sync",
-        wgray_r="wr_code_sync", wbin_r="wr_cnt_sync", rfill="rd_used", left="rd_remain_r",
-        u_wsync="inst_sync_wr", u_rsync="inst_sync_rd", pend="wr_pend_r", pdata="wr_pend_data_r",
-        credit="wr_credit_r", wspace="wr_free",
-        b2g="f_to_gray", g2b="f_from_gray",
-    ),
-    "srcdst": dict(
-        wclk="src_clk", wrst="src_rst_n", push="src_push", wdata="src_data", full="src_full",
-        rclk="dst_clk", rrst="dst_rst_n", rvalid="dst_valid", rdata="dst_data",
-        level="dst_level", busy="dst_busy", wlevel="src_level",
-        mem="u_buffer", mrd="buffer_rdata", wbin="src_head", wgray="src_head_gray", wsrc="src_head_x",
-        rgray_w="src_tail_gray_s", rbin_w="src_tail_s", wfill="src_used",
-        rbin="dst_tail", rgray="dst_tail_gray", wsync_q="dst_head_raw_s",
-        wgray_r="dst_head_gray_s", wbin_r="dst_head_s", rfill="dst_avail", left="dst_todo",
-        u_wsync="u_head_sync", u_rsync="u_tail_sync", pend="src_pend", pdata="src_pend_data",
-        credit="src_credit", wspace="src_free",
-        b2g="to_gray", g2b="from_gray",
-    ),
+# One row per style, names in the order of _STYLE_KEYS.
+_STYLE_KEYS = (
+    "wclk", "wrst", "push", "wdata", "full", "rclk", "rrst", "rvalid", "rdata", "level", "busy", "wlevel",
+    "mem", "mrd", "wbin", "wgray", "wsrc", "rgray_w", "rbin_w", "wfill", "rbin", "rgray", "wsync_q",
+    "wgray_r", "wbin_r", "rfill", "left", "u_wsync", "u_rsync", "pend", "pdata", "credit", "wspace", "b2g",
+    "g2b",
+)
+_STYLE_ROWS: dict[str, str] = {
+    "lowrisc": (
+        "clk_wr_i rst_wr_ni wr_valid_i wr_data_i wr_full_o clk_rd_i rst_rd_ni rd_valid_o rd_data_o "
+        "rd_level_o rd_busy_o wr_level_o u_storage storage_rdata wr_ptr_bin_q wr_ptr_gray_q wr_ptr_src "
+        "rd_ptr_gray_wclk rd_ptr_bin_wclk wr_fill rd_ptr_bin_q rd_ptr_gray_q wr_ptr_sync_rclk "
+        "wr_ptr_gray_rclk wr_ptr_bin_rclk rd_fill burst_left_q u_wr_ptr_sync u_rd_ptr_sync wr_pend_q "
+        "wr_pend_data_q wr_credit_q wr_space bin2gray gray2bin"),
+    "cummings": (
+        "wclk wrst_n winc wdata wfull rclk rrst_n rvalid rdata rlevel rbusy wlevel u_mem mem_rdata wbin "
+        "wptr wptr_src wq2_rptr wq2_rbin wcount rbin rptr rq2_wraw rq2_wptr rq2_wbin rcount rleft sync_w2r "
+        "sync_r2w wpend wpend_data wcredit wspace bin2gray gray2bin"),
+    "prefix": (
+        "i_wclk i_wrst_n i_push i_data o_full i_rclk i_rrst_n o_valid o_data o_level o_busy o_wlevel "
+        "inst_ram ram_rdata wr_cnt_r wr_code_r wr_cross rd_code_sync rd_cnt_sync wr_used rd_cnt_r "
+        "rd_code_r wr_raw_sync wr_code_sync wr_cnt_sync rd_used rd_remain_r inst_sync_wr inst_sync_rd "
+        "wr_pend_r wr_pend_data_r wr_credit_r wr_free f_to_gray f_from_gray"),
+    "srcdst": (
+        "src_clk src_rst_n src_push src_data src_full dst_clk dst_rst_n dst_valid dst_data dst_level "
+        "dst_busy src_level u_buffer buffer_rdata src_head src_head_gray src_head_x src_tail_gray_s "
+        "src_tail_s src_used dst_tail dst_tail_gray dst_head_raw_s dst_head_gray_s dst_head_s dst_avail "
+        "dst_todo u_head_sync u_tail_sync src_pend src_pend_data src_credit src_free to_gray from_gray"),
     # Reserved for held-out variants (never used by a committed training variant).
-    "camel": dict(
-        wclk="wrClk", wrst="wrRstN", push="wrPush", wdata="wrData", full="wrFull",
-        rclk="rdClk", rrst="rdRstN", rvalid="rdValid", rdata="rdData",
-        level="rdLevel", busy="rdBusy", wlevel="wrLevel",
-        mem="dataMem", mrd="dataMemRd", wbin="wrCount", wgray="wrCode", wsrc="wrCross",
-        rgray_w="rdCodeW", rbin_w="rdCountW", wfill="wrUsed",
-        rbin="rdCount", rgray="rdCode", wsync_q="wrRawR",
-        wgray_r="wrCodeR", wbin_r="wrCountR", rfill="rdAvail", left="rdLeft",
-        u_wsync="syncWrPtr", u_rsync="syncRdPtr", pend="wrPend", pdata="wrPendData",
-        credit="wrCredit", wspace="wrSpace",
-        b2g="binToGray", g2b="grayToBin",
-    ),
+    "camel": (
+        "wrClk wrRstN wrPush wrData wrFull rdClk rdRstN rdValid rdData rdLevel rdBusy wrLevel dataMem "
+        "dataMemRd wrCount wrCode wrCross rdCodeW rdCountW wrUsed rdCount rdCode wrRawR wrCodeR wrCountR "
+        "rdAvail rdLeft syncWrPtr syncRdPtr wrPend wrPendData wrCredit wrSpace binToGray grayToBin"),
 }
+STYLES: dict[str, dict[str, str]] = {name: dict(zip(_STYLE_KEYS, row.split(), strict=True))
+                                     for name, row in _STYLE_ROWS.items()}
 
 
 @dataclass(frozen=True)
