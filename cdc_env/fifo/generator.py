@@ -395,6 +395,27 @@ def full_watchdog(p: FifoParams) -> int:
     return FULL_SLOW + p.wr_block
 
 
+def _level_check(aw: int, side: str, port: str, guard: str, log: str, count: str, lag: str,
+                 other: str, low: str, high: str) -> str:
+    """The testbench's check of one level output (``port``), taken only when the other side has
+    been quiet for ``lag`` ps: ``log`` is the other side's time log (``rd_t``/``wr_t``) and
+    ``count`` its event count; ``low``/``high`` finish the two bounds on level + read_n."""
+    lvl = f"{{{31 - aw}'d0, {port}}}"
+    return f"""    if ({guard}) begin
+      while ({log}_old < {count} && {log}_t[{log}_old[7:0]] + {lag} <= $time) {log}_old = {log}_old + 32'd1;
+      if (^{port} === 1'bx) tb_fail("{side} level is X or Z");
+      if ({log}_old == {count}) begin  // settled: no {other} in the last {lag} ps
+        note_check;
+        if ({lvl} + {low} || {lvl} + {high}) begin
+          $sformat(msg, "{side} level %0d, expected %0d (%0d words written, %0d read, no {other} for %0d ps)",
+                   {port}, written - read_n, written, read_n, {lag});
+          tb_fail(msg);
+        end
+      end
+    end
+"""
+
+
 def testbench_text(p: FifoParams) -> str:
     n = STYLES[p.style]
     aw, w = p.aw, p.width
@@ -481,19 +502,8 @@ module fifo_tb;
     end
     seeded = 1'b1;
     fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
-    if (HAS_WLEVEL) begin
-      while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= $time) rd_old = rd_old + 32'd1;
-      if (^wlevel === 1'bx) tb_fail("write level is X or Z");
-      if (rd_old == read_n) begin  // settled: no read in the last lag_w ps
-        note_check;
-        if ({{{31 - aw}'d0, wlevel}} + read_n < wr_prev || {{{31 - aw}'d0, wlevel}} + read_n > written) begin
-          $sformat(msg, "write level %0d, expected %0d (%0d words written, %0d read, no read for %0d ps)",
-                   wlevel, written - read_n, written, read_n, lag_w);
-          tb_fail(msg);
-        end
-      end
-    end
-    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
+{_level_check(aw, "write", "wlevel", "HAS_WLEVEL", "rd", "read_n", "lag_w", "read", "read_n < wr_prev",
+              "read_n > written")}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
       if (!full_on) t_full = $time;
       full_on = 1'b1;
@@ -547,19 +557,8 @@ module fifo_tb;
         tb_fail(msg);
       end
     end
-    if (HAS_LEVEL && seeded) begin
-      while (wr_old < written && wr_t[wr_old[7:0]] + lag_r <= $time) wr_old = wr_old + 32'd1;
-      if (^level === 1'bx) tb_fail("read level is X or Z");
-      if (wr_old == written) begin  // settled: no write in the last lag_r ps
-        note_check;
-        if ({{{31 - aw}'d0, level}} + read_n < written || {{{31 - aw}'d0, level}} + rd_prev > written) begin
-          $sformat(msg, "read level %0d, expected %0d (%0d words written, %0d read, no write for %0d ps)",
-                   level, written - read_n, written, read_n, lag_r);
-          tb_fail(msg);
-        end
-      end
-    end
-    rd_prev = read_n;
+{_level_check(aw, "read", "level", "HAS_LEVEL && seeded", "wr", "written", "lag_r", "write",
+              "read_n < written", "rd_prev > written")}    rd_prev = read_n;
     if (written - read_n < BURST) t_progress = $time;
     if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
       $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);
