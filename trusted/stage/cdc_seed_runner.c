@@ -220,6 +220,10 @@ static void close_others(int keep) {
 }
 
 int main(void) {
+    /* After each seed this program kills every process it can signal (kill(-1)). That is only
+     * safe inside a PID namespace of its own, where it is bubblewrap's child (pid 2) or init
+     * (pid 1); anywhere else it would kill the host's processes. Refuse to run there. */
+    if (getpid() > 2) { fprintf(stderr, "cdc_seed_runner: not in a PID namespace of its own; refusing\n"); return 2; }
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     signal(SIGPIPE, SIG_IGN);
