@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_env.proc import accounting
+from cdc_env.sim.proc import accounting
 
 DEFAULT_CASES = ["handshake:icarus:32", "fifo_01:icarus:32", "handshake:verilator:200",
                  "fifo_01:verilator:200"]

@@ -22,9 +22,9 @@ from pathlib import Path
 from . import paths, tools
 from .errors import CdcError
 from .grade import grade
-from .proc import bwrap_path
 from .prompts import CONTRACT_NAME, task_prompt
-from .simulators import get_simulator
+from .sim import get_simulator
+from .sim.proc import bwrap_path
 from .submission import MAX_BYTES
 from .task import Task, load_task
 

@@ -53,13 +53,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from . import __version__
+from ._version import __version__
 from .env import CdcRepairEnv
 from .errors import CdcError
 from .grade import grade
 from .prompts import AGENT_SYSTEM_PROMPT, REMINDER, SYSTEM_PROMPT, agent_messages, oneshot_messages
-from .seeds import hidden_seeds, visible_seeds
-from .simulators import get_simulator
+from .sim import get_simulator
+from .sim.seeds import hidden_seeds, visible_seeds
 from .task import Task, list_tasks, load_task
 
 MODES = ("oneshot", "agentic")

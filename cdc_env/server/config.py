@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CdcError
-from ..seeds import parse_hidden
+from ..sim.seeds import parse_hidden
 from ..task import Task, load_task
 
 API = "/v1"
