@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from .common import sim_choices
+
 
 def cmd_grade_batch(args: argparse.Namespace) -> int:
     from ..backends import make_backend
@@ -83,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "belongs to) or 'local' (start one here); needs cdc_env[ray]")
     s.add_argument("--ray-no-ship", action="store_true",
                    help="use the cdc_env installed on the nodes instead of shipping this one")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"],
+    s.add_argument("--sim", default="icarus", choices=sim_choices("auto"),
                    help="simulator for lines that do not name one (default icarus)")
     s.add_argument("--hidden", default="all", metavar="N|all",
                    help="hidden seeds for lines that do not say (default all)")

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from .common import sim_choices
+
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..backends import grade_function, make_backend
@@ -127,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, metavar="DIR", help="results folder")
     s.add_argument("--resume", action="store_true",
                    help="continue the run in --out, skipping finished rollouts")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--sim", default="icarus", choices=sim_choices())
     s.add_argument("--workers", type=int, default=None, metavar="N",
                    help="grade on a local pool of N worker processes (default: in this process)")
     s.add_argument("--ray", default=None, metavar="ADDRESS",
