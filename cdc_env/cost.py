@@ -30,6 +30,7 @@ from dataclasses import asdict
 
 from .grade import grade
 from .parity import compare_design
+from .report import Report
 from .sim import verilator
 from .sim.certs import check_certificate
 from .sim.costmodel import CostModel, model_path
@@ -44,7 +45,8 @@ SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
 
 
 def _stage_cpu(report: dict, name: str) -> float:
-    return next((s.get("cpu_s", 0.0) for s in report["stages"] if s["name"] == name), 0.0)
+    stage = Report.from_dict(report).stage(name)
+    return (stage.cpu_s or 0.0) if stage is not None else 0.0
 
 
 def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool = True,
