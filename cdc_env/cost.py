@@ -1,4 +1,4 @@
-"""The CPU cost of a grade: measuring it (``cdc-env cost``) and the cost model behind ``sim="auto"``.
+"""The CPU cost of a grade: measuring it (``cdc-env cost``), a measuring tool above the grade.
 
 **What is measured.** For each task, a grade of its reference fix in three set-ups, each building
 its Verilator model (the per-patch model cache is off while measuring, so the figures are a first
@@ -6,7 +6,9 @@ grade's): Icarus at 8
 visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
 8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
 system seconds of the grading process itself while it grades plus every tool process it starts,
-each tool run measured by its own cgroup (bubblewrap and everything inside it; see proc.py).
+each tool run measured by its own cgroup (bubblewrap and everything inside it; see sim/proc.py).
+The grading process's own part is the CPU time of the grade's threads only (sim/proc.py
+``cpu_meter``), so grades running concurrently in one process do not charge each other.
 ``report["accounting"]`` says how it was measured; on a host without usable cgroups the figures
 come from ``wait4`` and the sandbox shell's ``times`` and are lower bounds (12-35% low on this
 machine before cgroups). The Python interpreter's start-up and imports are not part of a grade

@@ -215,7 +215,10 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     elab = None
     if gate:
         off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
+        own = time.thread_time()
         g = run_gate(task, design, skip_rules=off)  # skip_rules: test-only (fixture proofs)
+        # the gate's forked analysis child: its CPU (the thread's own part is on the meter already)
+        cost["child_cpu"] += max(g.cpu_s - (time.thread_time() - own), 0.0)
         report.findings = g.findings
         elab = g.elab
         first = g.findings[0]["message"] if g.findings else g.detail

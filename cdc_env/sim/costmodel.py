@@ -1,8 +1,9 @@
 """The cost model behind ``sim="auto"`` (measured by ``cdc-env cost``, cost.py).
 
-**The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
-build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
-seeds alone (stage.run_stage_batched), and the model counts them. ``load_model`` reads, in order: the model
+**The model.** From the reports of those measured grades: Icarus build and per-seed cost,
+Verilator fixed cost (the model build) and per-seed cost alone and batched. Batched stages also
+pay a reverse-order re-run and two seeds alone (stage.run_stage_batched), and the model counts
+them. ``load_model`` reads, in order: the model
 ``cdc-env cost`` saved in the cache for this task (``$CDC_ENV_CACHE/cost/<task>.json``), the
 measured model shipped with the package for this task (``cdc_env/cost_models.json``, written by
 ``cdc-env cost --ship``), and last ``DEFAULT_MODEL`` (one task's figures; the report's

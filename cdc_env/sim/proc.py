@@ -608,8 +608,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 kill()
         stream.close()
 
-    readers = [threading.Thread(target=carry_cpu(reader), args=(proc.stdout, "out"), daemon=True),
-               threading.Thread(target=carry_cpu(reader), args=(proc.stderr, "err"), daemon=True)]
+    readers = [threading.Thread(target=carry_cpu(reader, fresh=True), args=(proc.stdout, "out"), daemon=True),
+               threading.Thread(target=carry_cpu(reader, fresh=True), args=(proc.stderr, "err"), daemon=True)]
     for t in readers:
         t.start()
 
@@ -710,16 +710,20 @@ def cpu_meter() -> Iterator[CpuMeter]:
         _METER.reset(token)
 
 
-def carry_cpu(fn: Callable) -> Callable:
+def carry_cpu(fn: Callable, *, fresh: bool = False) -> Callable:
     """``fn`` to run in another thread, its thread CPU charged to the meter in force where
-    ``carry_cpu`` is called (the meter also passes on to the threads ``fn`` starts)."""
+    ``carry_cpu`` is called (the meter also passes on to the threads ``fn`` starts).
+
+    fresh: ``fn`` is the target of a thread of its own (not a task of a pool's reused thread), so
+    the thread's whole CPU up to the end of ``fn`` is charged, its start-up included.
+    """
     meter = _METER.get()
     if meter is None:
         return fn
 
     def run(*args, **kwargs):
         token = _METER.set(meter)
-        t0 = time.thread_time()
+        t0 = 0.0 if fresh else time.thread_time()
         try:
             return fn(*args, **kwargs)
         finally:

@@ -146,8 +146,8 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
             while chunk := f.read1(1 << 16):
                 data.extend(chunk)
 
-    threads = [threading.Thread(target=carry_cpu(feed), daemon=True),
-               threading.Thread(target=carry_cpu(drain), daemon=True)]
+    threads = [threading.Thread(target=carry_cpu(feed, fresh=True), daemon=True),
+               threading.Thread(target=carry_cpu(drain, fresh=True), daemon=True)]
     for t in threads:
         t.start()
     env = {"CDC_STAGE_FD": str(job_r), "CDC_RESULT_FD": str(res_w)}
