@@ -12,7 +12,10 @@ against the worker cgroup's memory peak where the host has a memory controller.
     python bench/bench_accounting.py [--runs 2] [--json] [CASE ...]
 
 CASE is task:sim:hidden (default: handshake:icarus:32 fifo_01:icarus:32 handshake:verilator:200
-fifo_01:verilator:200). Not a test: it measures and prints.
+fifo_01:verilator:200). ``--concurrency N`` runs N grades of the case at once in the worker's
+threads (as an in-process eval with --concurrency does) and compares the SUM of their reports'
+cpu_s with the cgroup: each grade must count only its own threads, not the others'. Not a test:
+it measures and prints.
 """
 
 from __future__ import annotations
@@ -25,21 +28,28 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_env.proc import accounting
+from cdc_env.sim.proc import accounting
 
 DEFAULT_CASES = ["handshake:icarus:32", "fifo_01:icarus:32", "handshake:verilator:200",
                  "fifo_01:verilator:200"]
 
 WORKER = r"""
 import json, sys
+from concurrent.futures import ThreadPoolExecutor
 from cdc_env.grade import grade
 from cdc_env.task import load_task
 print("ready", flush=True)
 for line in sys.stdin:
-    task, sim, hidden = line.split()
-    r = grade(load_task(task), load_task(task).reference_text, sim=sim, hidden=int(hidden), batch=False)
-    print(json.dumps({k: r.get(k) for k in ("verdict", "cpu_s", "peak_rss_kb", "wall_s", "accounting")}),
-          flush=True)
+    task, sim, hidden, n = line.split()
+    t = load_task(task)
+    def one(_):
+        return grade(t, t.reference_text, sim=sim, hidden=int(hidden), batch=False)
+    with ThreadPoolExecutor(int(n)) as pool:
+        rs = list(pool.map(one, range(int(n))))
+    print(json.dumps({"verdict": ",".join(sorted({r["verdict"] for r in rs})),
+                      "cpu_s": round(sum(r["cpu_s"] for r in rs), 3),
+                      "peak_rss_kb": max(r["peak_rss_kb"] for r in rs),
+                      "accounting": rs[0]["accounting"]}), flush=True)
 """
 
 
@@ -98,7 +108,7 @@ class BenchCgroup:
                     time.sleep(0.05)
 
 
-def measure(cases: list[str], runs: int) -> list[dict]:
+def measure(cases: list[str], runs: int, concurrency: int = 1) -> list[dict]:
     cg = BenchCgroup()
     rows = []
     try:
@@ -114,12 +124,13 @@ def measure(cases: list[str], runs: int) -> list[dict]:
                 for _ in range(runs):
                     cg.reset_peak()
                     before = cg.cpu_s()
-                    w.stdin.write(f"{task} {sim} {hidden}\n")
+                    w.stdin.write(f"{task} {sim} {hidden} {concurrency}\n")
                     w.stdin.flush()
                     rep = json.loads(w.stdout.readline())
                     outside = cg.cpu_s() - before
                     err = round(100 * (rep["cpu_s"] - outside) / outside, 2) if outside else None
-                    rows.append({"case": case, "verdict": rep["verdict"], "report_cpu_s": rep["cpu_s"],
+                    rows.append({"case": case, "concurrency": concurrency, "verdict": rep["verdict"],
+                                 "report_cpu_s": rep["cpu_s"],
                                  "cgroup_cpu_s": round(outside, 3), "error_pct": err,
                                  "report_peak_rss_kb": rep["peak_rss_kb"], "cgroup_peak_kb": cg.peak_kb(),
                                  "accounting": rep["accounting"]["method"]})
@@ -136,13 +147,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cases", nargs="*", default=DEFAULT_CASES)
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--concurrency", type=int, default=1,
+                    help="grades of each case at once in the worker (report: the sum of their cpu_s)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    rows = measure(a.cases, a.runs)
+    rows = measure(a.cases, a.runs, a.concurrency)
     if a.json:
         print(json.dumps(rows, indent=2))
         return
     print(f"accounting: {accounting().method} ({accounting().reason})")
+    print(f"grades at once in the worker: {a.concurrency} (report cpu_s: their sum)")
     print("| case (task:sim:hidden) | report cpu_s | cgroup CPU-s of the whole grade | error "
           "| report peak MiB | worker cgroup peak MiB |")
     print("|---|---|---|---|---|---|")

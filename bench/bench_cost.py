@@ -19,22 +19,23 @@ import os
 import sys
 import tempfile
 
-from cdc_env import cost, verilator
+from cdc_env import cost
+from cdc_env.sim import base, verilator
 from cdc_env.task import list_tasks, load_task
 
 
 def runtime_build_cpu() -> float:
     """CPU-seconds of building the Verilator runtime from nothing (in a throw-away cache)."""
-    old = os.environ.get(verilator.CACHE_ENV)
+    old = os.environ.get(base.CACHE_ENV)
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ[verilator.CACHE_ENV] = tmp
+        os.environ[base.CACHE_ENV] = tmp
         try:
             return verilator.runtime().built_cpu_s
         finally:
             if old is None:
-                os.environ.pop(verilator.CACHE_ENV, None)
+                os.environ.pop(base.CACHE_ENV, None)
             else:
-                os.environ[verilator.CACHE_ENV] = old
+                os.environ[base.CACHE_ENV] = old
 
 
 def main() -> None:

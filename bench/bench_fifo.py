@@ -44,9 +44,9 @@ def shape_evidence(seeds: int) -> list[dict]:
 
     from cdc_env.fifo.generator import write_task
     from cdc_env.fifo.variants import EVIDENCE, EXTRA
-    from cdc_env.grade import run_seeds
-    from cdc_env.seeds import hidden_seeds, plan_seed
-    from cdc_env.simulators import get_simulator
+    from cdc_env.sim import get_simulator
+    from cdc_env.sim.seeds import hidden_seeds, plan_seed
+    from cdc_env.sim.stage import run_seeds
 
     rows = []
     for p in EXTRA + EVIDENCE:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [load_task(t) for t in args.tasks] if args.tasks else fifo_tasks(args.heldout)
     import os
 
-    from cdc_env.simulators import STAGE_ENV
+    from cdc_env.sim.stage import STAGE_ENV
 
     summaries = {}
     for mode in args.modes:

@@ -5,7 +5,7 @@
 For each task (its reference fix) the design is built once per simulator (as a grade builds it,
 in the sandbox). Then the same hidden seeds run
 
-* **under the grader**: ``grade.run_stage`` -- sandbox, cgroup, verdict pipe, parsing, and on
+* **under the grader**: ``sim.stage.run_stage`` -- sandbox, cgroup, verdict pipe, parsing, and on
   Verilator the self-checked batched stage (batched + reverse-order re-run + two seeds alone) as
   well as one seed per process;
 * **bare**: the simulator alone on the same build and the same plusargs, one process per seed,
@@ -31,10 +31,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cdc_env.grade import run_stage
-from cdc_env.proc import ProcResult
-from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import get_simulator, new_nonce, parse_verdict, seed_plusargs, verdict_pipe
+from cdc_env.sim import get_simulator
+from cdc_env.sim.base import new_nonce, parse_verdict, seed_plusargs, verdict_pipe
+from cdc_env.sim.proc import ProcResult
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
+from cdc_env.sim.stage import run_stage
 from cdc_env.task import load_task
 
 

@@ -141,7 +141,7 @@ def warm(sim: str) -> dict:
 
     out: dict = {}
     if sim in ("verilator", "auto"):
-        from .verilator import runtime
+        from .sim.verilator import runtime
 
         t0 = time.process_time()
         rt = runtime()
@@ -153,8 +153,8 @@ def warm(sim: str) -> dict:
 def node_check(sim: str = "icarus") -> dict:
     """Can this machine grade? iverilog, a working bubblewrap, the Verilator runtime (when ``sim``
     may use Verilator), and the task data's fingerprint. ``ok`` is False with ``problems`` if not."""
-    from . import __version__
-    from .proc import bwrap_path
+    from ._version import __version__
+    from .sim.proc import bwrap_path
 
     problems: list[str] = []
     row: dict = {"host": platform.node(), "pid": os.getpid(), "cdc_env_version": __version__,

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from .backends import SIMS, Backend, GradeJob
 from .errors import CdcError
-from .seeds import parse_hidden
+from .sim.seeds import parse_hidden
 
 MAX_SUBMISSION = 256 << 10
 VERDICTS = ("pass", "fail", "overfit", "compile_error", "refused", "timeout", "tool_error")

@@ -1,4 +1,4 @@
-"""The CPU cost of a grade: measuring it (``cdc-env cost``) and the cost model behind ``sim="auto"``.
+"""The CPU cost of a grade: measuring it (``cdc-env cost``), a measuring tool above the grade.
 
 **What is measured.** For each task, a grade of its reference fix in three set-ups, each building
 its Verilator model (the per-patch model cache is off while measuring, so the figures are a first
@@ -6,7 +6,9 @@ grade's): Icarus at 8
 visible + 32 hidden seeds, Verilator batched at 8 + 200 and Verilator one seed per process at
 8 + 200; each the maximum of ``runs`` runs. The CPU of a grade is ``report["cpu_s"]``: user +
 system seconds of the grading process itself while it grades plus every tool process it starts,
-each tool run measured by its own cgroup (bubblewrap and everything inside it; see proc.py).
+each tool run measured by its own cgroup (bubblewrap and everything inside it; see sim/proc.py).
+The grading process's own part is the CPU time of the grade's threads only (sim/proc.py
+``cpu_meter``), so grades running concurrently in one process do not charge each other.
 ``report["accounting"]`` says how it was measured; on a host without usable cgroups the figures
 come from ``wait4`` and the sandbox shell's ``times`` and are lower bounds (12-35% low on this
 machine before cgroups). The Python interpreter's start-up and imports are not part of a grade
@@ -15,31 +17,7 @@ version and cached, so it is not part of a grade; its one-time cost is reported 
 memory is the largest cgroup peak of one tool run of a grade (resident memory plus the page cache
 that run charged), from the same sandboxed grades.
 
-**The model.** From those reports: Icarus build and per-seed cost, Verilator fixed cost (the model
-build) and per-seed cost alone and batched. Batched stages also pay a reverse-order re-run and two
-seeds alone (parity.py), and the model counts them. ``load_model`` reads, in order: the model
-``cdc-env cost`` saved in the cache for this task (``$CDC_ENV_CACHE/cost/<task>.json``), the
-measured model shipped with the package for this task (``cdc_env/cost_models.json``, written by
-``cdc-env cost --ship``), and last ``DEFAULT_MODEL`` (one task's figures; the report's
-``simulator.choice`` names which source was used).
-
-**What ``sim="auto"`` may choose.** ``choose_simulator`` predicts each plan's cost (Icarus;
-Verilator one at a time; Verilator batched, for a hidden stage of BATCH_MIN_SEEDS or more) and
-picks the cheapest it may use. Verilator is a candidate only where a parity certificate of basis
-``parity`` covers every seed of the grade -- one issued by ``cdc-env parity --certify`` or
-``cdc-env cost``, after Icarus, Verilator alone and Verilator batched agreed on this exact patch.
-A first grade (a new patch, what RL produces) therefore runs on Icarus under ``auto``, however
-cheap Verilator is. The reason is that Verilator is two-state: X and Z do not exist there. The
-harness fails a seed on Icarus when X or Z reaches a synchronizer input after reset, and a design
-can pass or fail on an X it creates (a register never reset, a read of an undriven net, an
-out-of-range table read). On Verilator that X is a 0 or a 1, so the same patch can pass there and
-fail on Icarus. If ``auto`` picked Verilator from cost alone, the verdict would depend on a cost
-figure, and a submission could buy a pass by making Icarus dearer. No static check we have tells
-exactly which designs would see an X at run time, and the X fixtures that fail on both
-simulators today prove nothing about the next one. A certificate of basis ``self-checked``
-(issued by a batched grade's own checks) compares Verilator only with itself, so it does not
-count here either. To grade first grades on Verilator, ask for it (``sim="verilator"``): the
-verdict is then Verilator's, by choice, not by a cost figure.
+The model fitted from these figures and ``sim="auto"``'s choice live in sim/costmodel.py.
 
 Not covered: wall-clock time (grades run in parallel threads; CPU is what an operator pays for),
 and failing submissions, which stop early and cost less.
@@ -50,15 +28,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import asdict
 
-from . import verilator
 from .grade import grade
-from .parity import BATCH_MIN_SEEDS, check_certificate, compare_design
-from .seeds import hidden_seeds, visible_seeds
-from .simulators import get_simulator
-from .submission import allowlist
+from .parity import compare_design
+from .report import Report
+from .sim import verilator
+from .sim.certs import check_certificate
+from .sim.costmodel import CostModel, model_path
+from .sim.seeds import hidden_seeds, visible_seeds
 from .task import Task
 
 SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
@@ -68,132 +46,9 @@ SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
 )
 
 
-@dataclass
-class CostModel:
-    """CPU-seconds of the parts of a grade that differ between plans (gate and allowlist do not)."""
-
-    icarus_build: float
-    icarus_seed: float
-    verilator_fixed: float  # the model build, runtime cached
-    verilator_seed_alone: float
-    verilator_seed_batched: float  # one seed in one batched pass
-    source: str
-
-    def icarus(self, n_visible: int, n_hidden: int) -> float:
-        return self.icarus_build + (n_visible + n_hidden) * self.icarus_seed
-
-    def verilator_alone(self, n_visible: int, n_hidden: int) -> float:
-        return self.verilator_fixed + (n_visible + n_hidden) * self.verilator_seed_alone
-
-    def verilator_batched(self, n_visible: int, n_hidden: int) -> float:
-        """Visible seeds alone (a stage under 24 seeds never batches); hidden batched twice + 2 alone."""
-        return (self.verilator_fixed + (n_visible + 2) * self.verilator_seed_alone
-                + 2 * n_hidden * self.verilator_seed_batched)
-
-    def crossover(self, n_visible: int = 8, limit: int = 100_000) -> int | None:
-        """The smallest hidden stage at which batched Verilator is cheaper than Icarus."""
-        n = BATCH_MIN_SEEDS
-        while n <= limit:
-            if self.verilator_batched(n_visible, n) < self.icarus(n_visible, n):
-                return n
-            n += 1
-        return None
-
-
-# Measured on the 2-core development machine with one cgroup per tool run (`cdc-env cost
-# handshake --runs 3`, 2026-12-01: the task with the cheapest Icarus seeds, so the figures favour
-# Icarus), plus the design-alone elaboration check added after that run (0.02 CPU-s on Icarus,
-# 0.09 on Verilator, measured apart); used for a task that has no measurement of its own in the
-# cache. The figures before cgroup accounting (0.004 / 0.0253 / 1.08 / 0.0104 / 0.00068) missed
-# what ran inside the sandbox.
-DEFAULT_MODEL = CostModel(icarus_build=0.056, icarus_seed=0.0398, verilator_fixed=1.94,
-                          verilator_seed_alone=0.0169, verilator_seed_batched=0.00069,
-                          source="built-in figures (no measurement for this task in the cache)")
-
-
-def model_path(task_id: str) -> Path:
-    return verilator.cache_root() / "cost" / f"{task_id}.json"
-
-
-SHIPPED_MODELS = Path(__file__).with_name("cost_models.json")
-
-
-def _model_from(d: object) -> CostModel | None:
-    names = {f.name for f in fields(CostModel)}
-    if not isinstance(d, dict) or set(d) != names:
-        return None
-    try:
-        return CostModel(**{k: (str(v) if k == "source" else float(v)) for k, v in d.items()})
-    except (TypeError, ValueError):
-        return None
-
-
-def load_model(task: Task) -> CostModel:
-    """This task's cost model: the cache's measurement, else the shipped one, else DEFAULT_MODEL."""
-    try:
-        m = _model_from(json.loads(model_path(task.id).read_text())["model"])
-        if m is not None:
-            return m
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        m = _model_from(json.loads(SHIPPED_MODELS.read_text())["models"][task.id])
-        if m is not None:
-            return CostModel(**{**asdict(m), "source": f"shipped with the package ({m.source})"})
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return DEFAULT_MODEL
-
-
-def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
-    """Merge the models of ``rows`` (from measure_task) into the shipped file; return its path."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        doc = {}
-    models = doc.get("models", {}) if isinstance(doc, dict) else {}
-    for r in rows:
-        models[r["task"]] = r["model"]
-    doc = {"about": "cdc-env cost --ship: measured cost models per task (cdc_env/cost.py)",
-           "models": dict(sorted(models.items()))}
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-    return path
-
-
-def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
-                     batch: bool = True) -> tuple[str, str]:
-    """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
-
-    Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
-    covers every seed the grade will run, so "auto" never gives a verdict Icarus would not give
-    (module docstring: why a first grade stays on Icarus); batched Verilator only for a hidden
-    stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
-    """
-    vis = visible_seeds(task)
-    hid = [] if not hidden else hidden_seeds(task, None if hidden == "all" else int(hidden))
-    if not get_simulator("verilator").available():
-        return "icarus", "auto: icarus (Verilator is not installed)"
-    allowed = allowlist(task, submission)
-    if not allowed.ok:
-        return "icarus", "auto: icarus (the submission does not pass the allowlist; nothing is built)"
-    cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
-    if not cert.ok:
-        return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
-    if cert.basis != "parity":
-        return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
-                          f"this patch's is {cert.basis}: Verilator has no X/Z)")
-    m = load_model(task)
-    plans = {"icarus": m.icarus(len(vis), len(hid)),
-             "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
-    if batch and len(hid) >= BATCH_MIN_SEEDS:
-        plans["verilator batched"] = m.verilator_batched(len(vis), len(hid))
-    best = min(plans, key=lambda k: plans[k])
-    figures = ", ".join(f"{k} {v:.2f}" for k, v in sorted(plans.items(), key=lambda kv: kv[1]))
-    return best.split()[0], f"auto: {best} (predicted CPU-s: {figures}; cost model: {m.source})"
-
-
 def _stage_cpu(report: dict, name: str) -> float:
-    return next((s.get("cpu_s", 0.0) for s in report["stages"] if s["name"] == name), 0.0)
+    stage = Report.from_dict(report).stage(name)
+    return (stage.cpu_s or 0.0) if stage is not None else 0.0
 
 
 def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool = True,

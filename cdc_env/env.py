@@ -22,11 +22,11 @@ from pathlib import Path
 from . import paths, tools
 from .errors import CdcError
 from .grade import grade
-from .proc import bwrap_path
 from .prompts import CONTRACT_NAME, task_prompt
 from .report import Report
-from .seeds import parse_hidden
-from .simulators import get_simulator
+from .sim import get_simulator
+from .sim.proc import bwrap_path
+from .sim.seeds import parse_hidden
 from .submission import MAX_BYTES
 from .task import Task, load_task
 

@@ -130,6 +130,7 @@ class Report(_Record):
     unsafe_no_sandbox: bool | None = None
     sandbox_selftest: str | None = None
     accounting: dict[str, Any] | None = None
+    batch_policy: str | None = None
     _keys: tuple[str, ...] = field(default=(), repr=False, compare=False)
     _extra: dict[str, Any] = _private()
 

@@ -8,14 +8,11 @@ and fail 3 to 5 of the 8 visible seeds.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import tomllib
-from pathlib import Path
 
-from .grade import Progress, run_seeds
-from .seeds import hidden_seeds, visible_seeds
-from .simulators import get_simulator
+from .sim import get_simulator
+from .sim.seeds import hidden_seeds, visible_seeds
+from .sim.stage import Progress, build_and_run
 from .task import Task
 
 DEFAULT_BAND = (98, 138)
@@ -36,20 +33,14 @@ def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim
     hidden_checks: as in ``seeds.plan_seed``. The defect's band is measured with them off: the
     FIFO family's Gray check catches a binary pointer on every hidden seed by design.
     """
-    simulator = get_simulator(sim)
-    work = Path(tempfile.mkdtemp(prefix="cdc-taskgate-"))
-    try:
-        design = task.files(text)
-        b = simulator.build(task, design, work)
-        if b.status != "pass":
-            return len(seeds), b.status
-        res = run_seeds(simulator, b, task, seeds, settle=settle, progress=progress, stage=stage,
-                        hidden_checks=hidden_checks)
-        if any(r.status == "tool_error" for r in res):
-            return len(seeds), "tool_error"
-        return sum(r.status != "pass" for r in res), "pass"
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    b, res = build_and_run(get_simulator(sim), task, task.files(text), seeds, settle=settle,
+                           progress=progress, stage=stage, hidden_checks=hidden_checks,
+                           prefix="cdc-taskgate-")
+    if b.status != "pass":
+        return len(seeds), b.status
+    if any(r.status == "tool_error" for r in res):
+        return len(seeds), "tool_error"
+    return sum(r.status != "pass" for r in res), "pass"
 
 
 def gate_task(task: Task, *, sim: str = "icarus", progress: Progress | None = None) -> dict:
@@ -90,16 +81,10 @@ def suggest_visible(task: Task, *, fails: int = 4, total: int = 8, candidates: i
     while it works but not only failures. Candidates never include hidden seeds."""
     hid = set(hidden_seeds(task))
     cands = [s for s in range(1, candidates + 1) if s not in hid]
-    simulator = get_simulator(sim)
-    work = Path(tempfile.mkdtemp(prefix="cdc-visible-"))
-    try:
-        design = task.files(task.design("defective"))
-        b = simulator.build(task, design, work)
-        if b.status != "pass":
-            return []
-        res = run_seeds(simulator, b, task, cands, settle=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    b, res = build_and_run(get_simulator(sim), task, task.files(task.design("defective")), cands, settle=True,
+                           prefix="cdc-visible-")
+    if b.status != "pass":
+        return []
     failing = [r.seed for r in res if r.status != "pass"][:fails]
     passing = [r.seed for r in res if r.status == "pass"][: total - len(failing)]
     return sorted(failing + passing)

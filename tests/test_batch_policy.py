@@ -1,4 +1,4 @@
-"""The batching policies of a Verilator hidden stage (parity.run_stage_batched, docs/parity.md).
+"""The batching policies of a Verilator hidden stage (stage.run_stage_batched, docs/certs.md).
 
 * "self-checked" (the default): a first grade batches without a certificate, checked against its
   reverse-order re-run and two seeds alone, and issues a certificate of basis "self-checked"
@@ -24,13 +24,13 @@ import sys
 
 import pytest
 
-from cdc_env import cost, parity
 from cdc_env.grade import grade
 from cdc_env.report import validate_report
-from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import SEED_LIMITS, SeedResult
+from cdc_env.sim import certs, costmodel, stage
+from cdc_env.sim.base import SEED_LIMITS, SeedResult
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
+from cdc_env.sim.verilator import Verilator
 from cdc_env.task import load_task
-from cdc_env.verilator import Verilator
 
 from .conftest import needs_icarus
 from .test_verilator import needs_verilator, vl_cache  # noqa: F401 -- the fixture is used by name
@@ -95,14 +95,14 @@ def keys(report: dict, stage: str = "hidden") -> list:
 
 def test_first_grade_batches_self_checked_and_issues_a_certificate(hs):
     text = hs.reference_text + "\n// a new patch\n"
-    assert not parity.cert_path(hs, text, True).exists()
+    assert not certs.cert_path(hs, text, True).exists()
     r = grade(hs, text, sim="verilator", hidden=HIDDEN)
     validate_report(r)
     assert r["verdict"] == "pass" and r["batch_policy"] == "self-checked"
     hid = r["seeds"]["hidden"]
     assert hid["mode"] == "batched", hid["mode_reason"]
     assert "self-checked" in hid["mode_reason"] and "reverse-order re-run" in hid["mode_reason"]
-    check = parity.check_certificate(hs, text, hidden_seeds(hs, HIDDEN), settle=True)
+    check = certs.check_certificate(hs, text, hidden_seeds(hs, HIDDEN), settle=True)
     assert check.ok and check.basis == "self-checked"
     # The re-grade checks against that certificate as well; its results are the alone results.
     again = grade(hs, text, sim="verilator", hidden=HIDDEN)
@@ -121,14 +121,14 @@ def test_first_grade_batches_self_checked_and_issues_a_certificate(hs):
     every = [SeedResult(seed=d["seed"], status=d["status"], reason="", checks=d["checks"],
                         trace_hash=d["hash"], sim_time_ps=d["t"])
              for d in keys(alone, "visible") + keys(alone)]
-    parity.issue_certificate(hs, text, every, settle=True, basis="self-checked")
-    cheap = cost.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
+    certs.issue_certificate(hs, text, every, settle=True, basis="self-checked")
+    cheap = costmodel.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
                            verilator_seed_alone=0.004, verilator_seed_batched=0.001, source="test figures")
-    path = cost.model_path(hs.id)
+    path = costmodel.model_path(hs.id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"model": dataclasses.asdict(cheap)}))
     try:
-        sim, why = cost.choose_simulator(hs, text, hidden=HIDDEN, settle=True)
+        sim, why = costmodel.choose_simulator(hs, text, hidden=HIDDEN, settle=True)
     finally:
         path.unlink()
     assert sim == "icarus" and "X/Z" in why
@@ -141,11 +141,11 @@ def test_certified_policy_keeps_the_old_rule(hs, monkeypatch):
     assert r["batch_policy"] == "certified"
     assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
     assert "no parity certificate" in r["seeds"]["hidden"]["mode_reason"]
-    assert not parity.cert_path(hs, text, True).exists()
-    monkeypatch.setenv(parity.BATCH_POLICY_ENV, "certified")
+    assert not certs.cert_path(hs, text, True).exists()
+    monkeypatch.setenv(certs.BATCH_POLICY_ENV, "certified")
     r2 = grade(hs, text, sim="verilator", hidden=HIDDEN)
     assert r2["batch_policy"] == "certified" and r2["seeds"]["hidden"]["mode"] == "one-at-a-time"
-    monkeypatch.setenv(parity.BATCH_POLICY_ENV, "sometimes")
+    monkeypatch.setenv(certs.BATCH_POLICY_ENV, "sometimes")
     with pytest.raises(ValueError, match="CDC_ENV_BATCH_POLICY: unknown batching policy 'sometimes'"):
         grade(hs, text, sim="verilator", hidden=HIDDEN)
     with pytest.raises(ValueError, match="batch_policy: unknown"):
@@ -162,7 +162,7 @@ def test_cli_batch_policy(hs, tmp_path):
     bad = subprocess.run([*cmd, "--batch-policy", "never"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
     env_bad = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                             env={**os.environ, parity.BATCH_POLICY_ENV: "sometimes"})
+                             env={**os.environ, certs.BATCH_POLICY_ENV: "sometimes"})
     assert env_bad.returncode == 2 and "Traceback" not in env_bad.stderr
     assert len(env_bad.stderr.strip().splitlines()) == 1 and "sometimes" in env_bad.stderr
 
@@ -173,7 +173,7 @@ def test_cli_batch_policy(hs, tmp_path):
                          ids=["file", "system", "random", "static", "time", "print"])
 def test_stateful_design_never_batches_on_a_first_grade(hs, body, construct):
     text = variant(hs, body)
-    assert construct in parity.stateful_constructs(text)
+    assert construct in certs.stateful_constructs(text)
     r = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False)
     validate_report(r)
     if r["failed_stage"] == "build":
@@ -182,7 +182,7 @@ def test_stateful_design_never_batches_on_a_first_grade(hs, body, construct):
     assert hid is not None, r["reason"]
     assert hid["mode"] == "one-at-a-time"
     assert "self-checked batching refused" in hid["mode_reason"] and construct in hid["mode_reason"]
-    assert not parity.cert_path(hs, text, True).exists()
+    assert not certs.cert_path(hs, text, True).exists()
     if construct != "$urandom":  # $urandom is unseeded on Verilator: not reproducible even alone
         alone = grade(hs, text, sim="verilator", hidden=HIDDEN, gate=False, batch=False)
         assert (r["verdict"], keys(r)) == (alone["verdict"], keys(alone))
@@ -202,7 +202,7 @@ def test_the_file_channel_is_real_in_a_raw_batch(hs, tmp_path):
     assert batched[0].status == "pass" and {r.status for r in batched[1:]} == {"fail"}
     # ... and the self-checked stage (no certificate) would have caught it even without the scan.
     fwd_rev = sim.run_batch(b, plans[::-1], settle=True).results
-    assert parity.first_difference(batched, fwd_rev, "a", "b")
+    assert certs.first_difference(batched, fwd_rev, "a", "b")
 
 
 def test_time_restarts_for_every_seed_of_a_raw_batch(hs, tmp_path):
@@ -225,10 +225,10 @@ def test_a_batch_runs_under_one_seeds_limits(hs, tmp_path):
     b = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "b")
     seeds = hidden_seeds(hs, HIDDEN)
     tight = dataclasses.replace(SEED_LIMITS, out_bytes=200)
-    results, reason, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+    results, reason, _, _ = stage.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
                                                      limits=tight, policy="self-checked")
     assert results is None and "incomplete" in reason and "output" in reason
-    ok, _, _, _ = parity.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
+    ok, _, _, _ = stage.run_stage_batched(sim, b, hs, hs.reference_text, seeds, settle=True,
                                            policy="self-checked")
     assert ok is not None and len(ok) == HIDDEN
 
@@ -237,16 +237,16 @@ def test_scan_repeats_the_gate_allowlist():
     pytest.importorskip("pyslang")
     from cdc_env.gate.policy import PURE_SYSCALLS
 
-    assert {"$" + n for n in parity._STATELESS_SYSCALLS} == set(PURE_SYSCALLS)
+    assert {"$" + n for n in certs._STATELESS_SYSCALLS} == set(PURE_SYSCALLS)
 
 
 def test_stateful_scan_ignores_comments_and_strings():
     text = 'module m; // $fopen here\n /* $system */ localparam W = $clog2("$fopen"); endmodule'
-    assert parity.stateful_constructs(text) == []
-    assert parity.stateful_constructs("initial if ($test$plusargs(\"x\")) $finish;") == [
+    assert certs.stateful_constructs(text) == []
+    assert certs.stateful_constructs("initial if ($test$plusargs(\"x\")) $finish;") == [
         "$test$plusargs", "$finish"]
-    assert parity.stateful_constructs("initial x = $random(s);") == ["$random"]
-    assert parity.stateful_constructs("initial $readmemh(\"f\", m);") == ["$readmemh"]
+    assert certs.stateful_constructs("initial x = $random(s);") == ["$random"]
+    assert certs.stateful_constructs("initial $readmemh(\"f\", m);") == ["$readmemh"]
 
 
 def test_no_sandbox_never_batches_self_checked(hs):
@@ -257,42 +257,42 @@ def test_no_sandbox_never_batches_self_checked(hs):
 
 
 def test_certificates_are_pruned_oldest_first(tmp_path, monkeypatch):
-    monkeypatch.setattr(parity, "cert_dir", lambda: tmp_path)
+    monkeypatch.setattr(certs, "cert_dir", lambda: tmp_path)
     for i in range(6):
         f = tmp_path / f"t-{i}.json"
         f.write_text("{}")
         os.utime(f, (1000 + i, 1000 + i))
-    assert parity.prune_certificates(keep=4) == 2
+    assert certs.prune_certificates(keep=4) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"t-{i}.json" for i in range(2, 6)]
-    assert parity.prune_certificates(keep=4) == 0
+    assert certs.prune_certificates(keep=4) == 0
 
 
 def test_cost_model_sources(hs, tmp_path, monkeypatch):
     """load_model: the cache's measurement, else the model shipped for the task, else the default."""
     shipped = tmp_path / "cost_models.json"
-    model = dataclasses.asdict(cost.CostModel(0.1, 0.02, 1.5, 0.01, 0.0005, "measured on a test day"))
+    model = dataclasses.asdict(costmodel.CostModel(0.1, 0.02, 1.5, 0.01, 0.0005, "measured on a test day"))
     shipped.write_text(json.dumps({"models": {hs.id: model}}))
-    monkeypatch.setattr(cost, "SHIPPED_MODELS", shipped)
-    m = cost.load_model(hs)
+    monkeypatch.setattr(costmodel, "SHIPPED_MODELS", shipped)
+    m = costmodel.load_model(hs)
     assert m.icarus_seed == 0.02 and m.source.startswith("shipped with the package")
-    assert cost.load_model(load_task("event")) == cost.DEFAULT_MODEL  # not shipped: the default
+    assert costmodel.load_model(load_task("event")) == costmodel.DEFAULT_MODEL  # not shipped: the default
     shipped.write_text(json.dumps({"models": {hs.id: {**model, "icarus_seed": "fast"}}}))
-    assert cost.load_model(hs) == cost.DEFAULT_MODEL  # a malformed entry is not used
-    cache = cost.model_path(hs.id)
+    assert costmodel.load_model(hs) == costmodel.DEFAULT_MODEL  # a malformed entry is not used
+    cache = costmodel.model_path(hs.id)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"model": {**model, "source": "cache"}}))
     try:
-        assert cost.load_model(hs).source == "cache"
+        assert costmodel.load_model(hs).source == "cache"
     finally:
         cache.unlink()
     rows = [{"task": hs.id, "model": model}]
-    cost.ship_models(rows, shipped)
+    costmodel.ship_models(rows, shipped)
     assert json.loads(shipped.read_text())["models"][hs.id] == model
 
 
 def test_every_task_has_a_shipped_cost_model():
     from cdc_env.task import list_tasks
 
-    doc = json.loads(cost.SHIPPED_MODELS.read_text())
-    missing = [t.id for t in list_tasks() if cost._model_from(doc["models"].get(t.id)) is None]
+    doc = json.loads(costmodel.SHIPPED_MODELS.read_text())
+    missing = [t.id for t in list_tasks() if costmodel._model_from(doc["models"].get(t.id)) is None]
     assert not missing, f"no shipped cost model for {missing}: run cdc-env cost --ship"

@@ -19,8 +19,8 @@ from cdc_env.cli.fifo import differs
 from cdc_env.fifo.generator import EXTRAS, SHAPES, STYLES, FifoParams, design_text, generate
 from cdc_env.fifo.heldout import HELDOUT_AW, HELDOUT_MODULES, HELDOUT_WIDTHS
 from cdc_env.fifo.variants import EXTRA, TRAIN_AWS, TRAIN_MODULES, TRAIN_STYLES, TRAIN_WIDTHS, TRAINING
-from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import Icarus
+from cdc_env.sim.icarus import Icarus
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import load_task
 
 from .conftest import needs_icarus

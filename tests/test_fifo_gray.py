@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import Icarus
+from cdc_env.sim.icarus import Icarus
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import load_task
 
 from .conftest import needs_icarus

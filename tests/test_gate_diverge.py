@@ -15,7 +15,8 @@ from cdc_env import paths
 from cdc_env.gate import run_gate
 from cdc_env.gate.diverge import PRIMITIVE_NAMES, check_build, compare
 from cdc_env.grade import grade
-from cdc_env.simulators import icarus_always_comb, icarus_elaboration, stage_sources
+from cdc_env.sim.base import stage_sources
+from cdc_env.sim.icarus import icarus_always_comb, icarus_elaboration
 from cdc_env.task import load_task
 
 TASK = load_task("handshake")
@@ -126,7 +127,7 @@ def test_always_comb_rewrite_is_on_tokens_only():
 
 
 def _verilator_available() -> bool:
-    from cdc_env.verilator import verilator_root
+    from cdc_env.sim.verilator import verilator_root
 
     return verilator_root() is not None
 

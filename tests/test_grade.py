@@ -7,11 +7,12 @@ import dataclasses
 
 import pytest
 
-from cdc_env.grade import grade, run_seeds
-from cdc_env.proc import Limits
+from cdc_env.grade import grade
 from cdc_env.report import validate_report
-from cdc_env.seeds import hidden_seeds
-from cdc_env.simulators import Icarus
+from cdc_env.sim.icarus import Icarus
+from cdc_env.sim.proc import Limits
+from cdc_env.sim.seeds import hidden_seeds
+from cdc_env.sim.stage import run_seeds
 from cdc_env.task import list_tasks, load_task
 
 from .conftest import needs_icarus
@@ -43,7 +44,7 @@ def test_defect_passes_without_late_settling(tid):
 def test_overfit_when_visible_pass_and_hidden_fail():
     t = load_task("handshake")
     # Visible seeds at 2:1 and above, where the defect never shows: the agent would see only passes.
-    from cdc_env.seeds import plan_seed
+    from cdc_env.sim.seeds import plan_seed
 
     easy = tuple(s for s in range(1, 200) if plan_seed(t, s).ratio >= 2.2)[:8]
     t2 = dataclasses.replace(t, seeds=dataclasses.replace(t.seeds, visible=easy))

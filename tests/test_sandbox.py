@@ -18,8 +18,8 @@ import pytest
 
 from cdc_env.env import CdcRepairEnv
 from cdc_env.grade import grade
-from cdc_env.proc import Limits, bwrap_path, run_bounded
-from cdc_env.seeds import hidden_seeds, plan_seed
+from cdc_env.sim.proc import Limits, bwrap_path, run_bounded
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import load_task
 
 MARK = 0xCDC5  # the first word of the planted hidden-seed file
@@ -58,18 +58,18 @@ class Mode:
 @pytest.fixture(params=["stage", "per-seed"])
 def mode(request, monkeypatch) -> Mode:
     """Every gate-off proof that runs seeds runs under both modes."""
-    from cdc_env import simulators
+    from cdc_env.sim import stage as sim_stage
 
     m = Mode(request.param)
-    monkeypatch.setenv(simulators.STAGE_ENV, "1" if m.name == "stage" else "0")
-    real = simulators.run_stage_sandboxed
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "1" if m.name == "stage" else "0")
+    real = sim_stage.run_stage_sandboxed
 
     def spy(*a, **k):
         res = real(*a, **k)
         m.runs.append(res is not None)
         return res
 
-    monkeypatch.setattr(simulators, "run_stage_sandboxed", spy)
+    monkeypatch.setattr(sim_stage, "run_stage_sandboxed", spy)
     return m
 
 
@@ -199,8 +199,8 @@ def test_with_the_gate_on_escape_attempts_are_refused_before_anything_runs(secre
 # network, and a verdict channel the design cannot forge -- all with the gate off.
 
 from cdc_env import paths as _paths  # noqa: E402
-from cdc_env import proc as _proc  # noqa: E402
-from cdc_env.simulators import get_simulator  # noqa: E402
+from cdc_env.sim import get_simulator  # noqa: E402
+from cdc_env.sim import proc as _proc  # noqa: E402
 
 SECRET_MARK = "cdc-sandbox-secret"
 
@@ -552,13 +552,13 @@ _LEAVE_TMP = """    probe_fd = $fopen("/tmp/left_by_an_earlier_seed", "r");
 
 @pytest.mark.parametrize("sim", _sims())
 def test_the_stage_runner_gives_the_same_verdicts_and_isolates_seeds(sim, monkeypatch):
-    from cdc_env import simulators
+    from cdc_env.sim import stage as sim_stage
 
     task = load_task("handshake")
     design = task.defective_text
-    monkeypatch.setenv(simulators.STAGE_ENV, "0")
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "0")
     alone = grade(task, design, sim=sim, hidden=32, gate=False, batch=False)
-    monkeypatch.setenv(simulators.STAGE_ENV, "1")
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "1")
     staged = grade(task, design, sim=sim, hidden=32, gate=False, batch=False)
     assert staged["seeds"]["visible"]["results"] == alone["seeds"]["visible"]["results"]
     assert staged["verdict"] == alone["verdict"]
@@ -704,20 +704,20 @@ def test_a_runner_that_dies_never_passes_the_seeds_it_did_not_report(death, tmp_
     before the others: the chunk's seeds all run again, one sandbox each, so no unreported seed
     is counted and no runner-reported verdict of that chunk is trusted. Catches a grader that
     keeps a dead runner's partial report (the defective design would pass its first seeds)."""
-    from cdc_env import simulators
+    from cdc_env.sim import stage as sim_stage
 
     forged = "CDCV 0000000000000000 PASS checks=9 hash=0000000000000000 t=1 msg=ok"
     rec = f"R 0 0 1 1 0 0 {len(forged) + 1} 0"
     end = "kill -9 $$" if death == "killed" else "exit 0"
     runner = _dying_runner(tmp_path, f"printf '%s\\n%s\\n' '{rec}' '{forged}' >&$CDC_RESULT_FD; {end}")
     task = load_task("handshake")
-    monkeypatch.setenv(simulators.STAGE_ENV, "0")
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "0")
     alone = grade(task, task.defective_text, sim="icarus", hidden=0, gate=False)
-    monkeypatch.setenv(simulators.STAGE_ENV, "1")
-    monkeypatch.setattr(simulators, "stage_runner", lambda **_: runner)
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "1")
+    monkeypatch.setattr(sim_stage, "stage_runner", lambda **_: runner)
     fell_back = []
-    real = simulators.run_stage_sandboxed
-    monkeypatch.setattr(simulators, "run_stage_sandboxed",
+    real = sim_stage.run_stage_sandboxed
+    monkeypatch.setattr(sim_stage, "run_stage_sandboxed",
                         lambda *a, **k: fell_back.append(real(*a, **k)) or fell_back[-1])
     r = grade(task, task.defective_text, sim="icarus", hidden=0, gate=False)
     assert fell_back and all(x is None for x in fell_back), "the dead runner's report was used"

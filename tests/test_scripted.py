@@ -13,7 +13,7 @@ import pytest
 from cdc_env import cli
 from cdc_env.errors import CdcError
 from cdc_env.scripted import ScriptedRun, compile_error, load_agents, raw_crossing, run_agent
-from cdc_env.seeds import hidden_seeds
+from cdc_env.sim.seeds import hidden_seeds
 from cdc_env.task import list_tasks, load_task
 from cdc_env.tools import tool_definitions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc_env.seeds import Prng, hidden_seeds, plan_seed, visible_seeds
+from cdc_env.sim.seeds import Prng, hidden_seeds, plan_seed, visible_seeds
 from cdc_env.task import list_tasks, load_task
 
 TASKS = [t.id for t in list_tasks()]

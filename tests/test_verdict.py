@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cdc_env.proc import ProcResult
-from cdc_env.simulators import parse_verdict
+from cdc_env.sim.base import parse_verdict
+from cdc_env.sim.proc import ProcResult
 
 NONCE = 0x1234ABCD5678EF00
 GOOD = f"CDCV {NONCE:016x} PASS checks=10 hash=00000000deadbeef t=100 msg=ok"
@@ -49,3 +49,90 @@ def test_fail_line_keeps_reason():
     line = GOOD.replace("PASS", "FAIL").replace("msg=ok", "msg=hang: request 3")
     r = parse_verdict(1, proc(line), NONCE)
     assert (r.status, r.reason) == ("fail", "hang: request 3")
+
+
+# --- grade.verdict: the stages of a grade -> (verdict, failed stage, reason) ------------------
+
+def _steps(*spec):
+    """(name, status[, reason[, deferred]]) -> the grade's steps, in pipeline order."""
+    from cdc_env.grade import Step
+    from cdc_env.report import Stage
+
+    return [Step(Stage(s[0], s[1], ""), *s[2:]) for s in spec]
+
+
+def test_verdict_of_a_clean_run_is_pass():
+    from cdc_env.grade import verdict
+
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "pass"), ("build", "pass"), ("visible", "pass"),
+                          ("hidden", "pass"))) == ("pass", None, "")
+    # a switched-off gate and a skipped hidden stage do not fail a grade
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "not_run"), ("build", "pass"), ("visible", "pass"),
+                          ("hidden", "skipped"))) == ("pass", None, "")
+
+
+def test_verdict_is_the_first_failing_stage():
+    from cdc_env.grade import verdict
+
+    assert verdict(_steps(("allowlist", "refused", "not a diff"), ("gate", "skipped"))) == (
+        "refused", "allowlist", "not a diff")
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "refused", "raw crossing"),
+                          ("build", "skipped"))) == ("refused", "gate", "raw crossing")
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "pass"),
+                          ("build", "compile_error", "no build"))) == ("compile_error", "build", "no build")
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "pass"), ("build", "pass"),
+                          ("visible", "timeout", "visible seed 3: hang"), ("hidden", "skipped"))) == (
+        "timeout", "visible", "visible seed 3: hang")
+
+
+def test_a_hidden_failure_is_overfit_but_a_tool_error_never_is():
+    from cdc_env.grade import verdict
+
+    base = (("allowlist", "pass"), ("gate", "pass"), ("build", "pass"), ("visible", "pass"))
+    for status in ("fail", "timeout"):
+        assert verdict(_steps(*base, ("hidden", status, "h"))) == ("overfit", "hidden", "h")
+    assert verdict(_steps(*base, ("hidden", "tool_error", "t"))) == ("tool_error", "hidden", "t")
+    assert verdict(_steps(("allowlist", "pass"), ("gate", "tool_error", "gate died"))) == (
+        "tool_error", "gate", "gate died")
+
+
+def test_a_deferred_gate_refusal_yields_to_a_later_failure_only():
+    """A design the gate cannot parse goes on to the build: the compiler's verdict first, and if it
+    builds, the gate's refusal all the same."""
+    from cdc_env.grade import verdict
+
+    parse = ("gate", "refused", "cannot parse", True)
+    assert verdict(_steps(("allowlist", "pass"), parse, ("build", "compile_error", "no build"))) == (
+        "compile_error", "build", "no build")
+    assert verdict(_steps(("allowlist", "pass"), parse, ("build", "tool_error", "box"))) == (
+        "tool_error", "build", "box")
+    assert verdict(_steps(("allowlist", "pass"), parse, ("build", "pass"), ("visible", "skipped"))) == (
+        "refused", "gate", "cannot parse")
+
+
+# --- the grading threads' own CPU (sim.proc.cpu_meter) ----------------------------------------
+
+def _spin(seconds: float) -> None:
+    import time
+
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_cpu_meter_counts_its_threads_and_not_the_others():
+    import threading
+
+    from cdc_env.sim.proc import carry_cpu, cpu_meter
+
+    with cpu_meter() as meter:
+        other = threading.Thread(target=_spin, args=(0.3,))  # another grade's thread: not carried
+        other.start()
+        other.join()
+        mine = threading.Thread(target=carry_cpu(_spin), args=(0.2,))
+        mine.start()
+        mine.join()
+        _spin(0.1)
+        total = meter.total()
+    assert 0.3 <= total < 0.6  # 0.2 carried + 0.1 own (+ a little), never the other 0.3
+    assert carry_cpu(_spin) is _spin  # outside a meter nothing is wrapped

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from cdc_env import verilator
 from cdc_env.parity import compare_design
-from cdc_env.seeds import hidden_seeds
+from cdc_env.sim import base, verilator
+from cdc_env.sim.seeds import hidden_seeds
 from cdc_env.task import list_tasks, load_task
 
 from .conftest import needs_icarus
@@ -24,17 +24,17 @@ needs_verilator = pytest.mark.skipif(
 def vl_cache(tmp_path_factory):
     """An isolated cache (certificates, cost models) that reuses an already-built runtime."""
     root = tmp_path_factory.mktemp("cdc_cache")
-    old = os.environ.get(verilator.CACHE_ENV)
-    existing = verilator.cache_root() / "verilator-runtime" / verilator.runtime_key()
+    old = os.environ.get(base.CACHE_ENV)
+    existing = base.cache_root() / "verilator-runtime" / verilator.runtime_key()
     if (existing / "ok").is_file():
         (root / "verilator-runtime").mkdir()
         (root / "verilator-runtime" / existing.name).symlink_to(existing)
-    os.environ[verilator.CACHE_ENV] = str(root)
+    os.environ[base.CACHE_ENV] = str(root)
     yield root
     if old is None:
-        os.environ.pop(verilator.CACHE_ENV, None)
+        os.environ.pop(base.CACHE_ENV, None)
     else:
-        os.environ[verilator.CACHE_ENV] = old
+        os.environ[base.CACHE_ENV] = old
 
 
 def test_split_frames_takes_only_its_own_frames():
@@ -45,11 +45,11 @@ def test_split_frames_takes_only_its_own_frames():
     frames = verilator.split_frames(out, tag, 2)
     assert frames[0] == f"CDCV line of seed 0\nCDCB {other} END 0 finished=1"
     assert frames[1] == "seed 1"
-    with pytest.raises(verilator.BatchIncomplete, match="1 of 2"):
+    with pytest.raises(base.BatchIncomplete, match="1 of 2"):
         verilator.split_frames(f"CDCB {tag} BEGIN 0\nx\nCDCB {tag} END 0 finished=1", tag, 2)
-    with pytest.raises(verilator.BatchIncomplete):  # a seed that never ended (the process died in it)
+    with pytest.raises(base.BatchIncomplete):  # a seed that never ended (the process died in it)
         verilator.split_frames(f"CDCB {tag} BEGIN 0\nx", tag, 1)
-    with pytest.raises(verilator.BatchIncomplete, match="out of order"):
+    with pytest.raises(base.BatchIncomplete, match="out of order"):
         verilator.split_frames(f"CDCB {tag} BEGIN 1\nCDCB {tag} END 1 finished=1", tag, 1)
 
 
@@ -93,7 +93,7 @@ def test_parity_sample(vl_cache, tid):
 def test_compiler_messages_never_quote_a_non_editable_file():
     """Verilator quotes source lines under its messages; only the editable file's may be shown."""
     from cdc_env.grade import grade as _grade
-    from cdc_env.simulators import get_simulator as _get
+    from cdc_env.sim import get_simulator as _get
     from cdc_env.task import load_task as _load
 
     task = _load("handshake")
@@ -117,7 +117,7 @@ def test_compiler_messages_never_quote_a_non_editable_file():
 
 
 def test_strip_quoted_keeps_only_the_editable_files_quotes():
-    from cdc_env.simulators import strip_quoted
+    from cdc_env.sim.base import strip_quoted
 
     log = ("%Error: tb_top.v:3:1: bad\n    3 | secret tb line\n      | ^~~~\n"
            "%Error: design/x.v:4:2: also bad\n    4 | my line\n      |  ^\n")

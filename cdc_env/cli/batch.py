@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import add_backend_options
+from .common import add_backend_options, sim_choices
 
 
 def cmd_grade_batch(args: argparse.Namespace) -> int:
@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, metavar="DIR",
                    help="results folder (results.jsonl, errors.jsonl, summary.json/.md)")
     add_backend_options(s, workers_default="one per CPU")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"],
+    s.add_argument("--sim", default="icarus", choices=sim_choices("auto"),
                    help="simulator for lines that do not name one (default icarus)")
     s.add_argument("--hidden", default="all", metavar="N|all",
                    help="hidden seeds for lines that do not say (default all)")

@@ -45,9 +45,17 @@ def read_submission(path: str) -> bytes:
     return p.read_bytes()
 
 
+def sim_choices(*extra: str) -> list[str]:
+    """``--sim`` choices: every registered simulator backend (cdc_env.sim), then ``extra``
+    ("auto": the cheaper one per grade; "both": every backend in turn)."""
+    from ..sim import names  # noqa: PLC0415
+
+    return [*names(), *extra]
+
+
 def parse_hidden(value: str, *, at_most: int | None = None, task_id: str | None = None) -> int | str:
     """``--hidden``: seeds.parse_hidden, its ValueError as a one-line CdcError (exit 2)."""
-    from ..seeds import parse_hidden as parse  # noqa: PLC0415
+    from ..sim.seeds import parse_hidden as parse  # noqa: PLC0415
 
     try:
         return parse(value, at_most=at_most, task_id=task_id)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from ..errors import EXIT_NOT_PASS, EXIT_OK, EXIT_TOOL
 from ..fixtures import hack_log, load_fixtures, prove_one, replay_one, run_controls
+from .common import sim_choices
 
 
 def _sims(value: str) -> list[str]:
-    return ["icarus", "verilator"] if value == "both" else [value]
+    return sim_choices() if value == "both" else [value]
 
 
 def _print_rows(rows: list[dict], title: str) -> None:
@@ -96,7 +97,7 @@ def register(sub) -> None:
     for name, fn, helptext in (("replay", cmd_replay, "grade every fixture; exit 1 on any deviation"),
                                ("prove", cmd_prove, "replay each hack with its stage/rule switched off")):
         s = fsub.add_parser(name, help=helptext)
-        s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "both"])
+        s.add_argument("--sim", default="icarus", choices=sim_choices("both"))
         s.add_argument("--only", nargs="*", help="fixture names")
         s.add_argument("--workers", type=int, default=2)
         s.add_argument("--json", action="store_true")
@@ -105,6 +106,6 @@ def register(sub) -> None:
     s.add_argument("--out", help="file to write (default: standard output)")
     s.set_defaults(func=cmd_log)
     p = sub.add_parser("controls", help="the control fixtures evaluation runs before any model call")
-    p.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    p.add_argument("--sim", default="icarus", choices=sim_choices())
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_controls)

@@ -7,7 +7,7 @@ import json
 
 from ..scripted import run_all
 from ..task import list_tasks
-from .common import EXIT_NOT_PASS, EXIT_OK, parse_hidden
+from .common import EXIT_NOT_PASS, EXIT_OK, parse_hidden, sim_choices
 
 
 def cmd_scripted(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("scripted", help="replay the scripted agents against the environment; print a table")
     s.add_argument("agents", nargs="*", metavar="AGENT", help="agents to run (default: all)")
     s.add_argument("--task", action="append", help="task id (repeatable; default: every public task)")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--sim", default="icarus", choices=sim_choices())
     s.add_argument("--hidden", default="32", help="hidden seeds per submission, or 'all' (default 32)")
     s.add_argument("--json", action="store_true", help="print the rows as JSON")
     s.set_defaults(func=cmd_scripted)

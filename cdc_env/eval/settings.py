@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CdcError
-from ..seeds import parse_hidden
-from ..simulators import get_simulator
+from ..sim import get_simulator
+from ..sim.seeds import parse_hidden
 from ..task import Task, list_tasks, load_task
 
 MODES = ("oneshot", "agentic")

@@ -100,7 +100,7 @@ def _calibrate(p: FifoParams, gate: bool, progress,
     then (with ``gate``) run the full gate. A range that catches too few moves on to lighter
     write traffic only (the reader then waits on a near-empty FIFO more often), too many to
     heavier traffic only. Return (params, gate row, index of the range)."""
-    from ..seeds import hidden_seeds
+    from ..sim.seeds import hidden_seeds
     from ..task import load_task
     from ..taskgate import count_failures, gate_task, hidden_band
     from .calibrate import choose_visible

@@ -5,7 +5,7 @@ the two front ends disagree -- a constant evaluated differently, a generate bran
 differently, a module name resolved differently -- the gate's verdict is about another design.
 After the build, the grader reads what the simulator built from its own output (for Icarus, the
 compiled .vvp lists every scope with its module type and every parameter's value:
-simulators.icarus_elaboration) and compares it here with the gate's record
+sim/icarus.icarus_elaboration) and compares it here with the gate's record
 (netlist.Netlist.elaboration). Any difference is refused as GATE-DIVERGE.
 
 Compared: the multiset of provided-primitive instances (path below the top, module), the
@@ -186,8 +186,8 @@ def _verilator_tree(workdir: Path, tb_top: str, design_names: list[str],
     import json  # noqa: PLC0415
     import os  # noqa: PLC0415
 
-    from ..proc import Limits, run_bounded  # noqa: PLC0415
-    from ..verilator import VERILATOR_FLAGS, verilator_root  # noqa: PLC0415
+    from ..sim.proc import Limits, run_bounded  # noqa: PLC0415
+    from ..sim.verilator import VERILATOR_FLAGS, verilator_root  # noqa: PLC0415
 
     root = verilator_root()
     if root is None:
@@ -242,7 +242,7 @@ def check_build(sim_name: str, workdir: Path, tb_top: str, top: str, gate_elab: 
     Icarus: the compiled sim.vvp is read (scopes, primitives, parameters). Verilator: its
     ``--json-only`` elaboration of the same staged files (primitives and parameters; generate
     scopes are not compared, see verilator_elaboration)."""
-    from ..simulators import icarus_elaboration  # noqa: PLC0415
+    from ..sim.icarus import icarus_elaboration  # noqa: PLC0415
 
     cpu = 0.0
     if gate_elab is None:

@@ -110,7 +110,7 @@ class Netlist:
     ctrl_reads: set[str] = field(default_factory=set)  # nodes read in a condition, selector or bound
 
     def elaboration(self) -> dict:
-        """What the gate elaborated, in the form the build is compared with (simulators.py):
+        """What the gate elaborated, in the form the build is compared with (sim/icarus.py):
         primitive instances (path, module) and integer parameter values, paths below the
         top with unnamed generate blocks written genblk*."""
         return {"prims": sorted([_generic(p.name), p.kind] for p in self.prims),

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CdcError
-from ..seeds import parse_hidden
+from ..sim import names
+from ..sim.seeds import parse_hidden
 from ..task import Task, load_task
 
 API = "/v1"
@@ -64,8 +65,8 @@ class ServerConfig:
             self.hidden = parse_hidden(self.hidden)
         except ValueError as exc:
             raise CdcError(str(exc)) from None
-        if self.sim not in ("icarus", "verilator", "auto"):
-            raise CdcError(f"unknown simulator '{self.sim}' (icarus, verilator, auto)")
+        if self.sim not in (*names(), "auto"):
+            raise CdcError(f"unknown simulator '{self.sim}' ({', '.join((*names(), 'auto'))})")
 
 
 def resolve_tasks(names: list[str]) -> dict[str, Task]:

@@ -19,8 +19,8 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import CdcError
-from ..proc import bwrap_path
-from ..seeds import parse_hidden
+from ..sim.proc import bwrap_path
+from ..sim.seeds import parse_hidden
 from ..task import Task
 from .config import ServerConfig
 from .errors import ApiError

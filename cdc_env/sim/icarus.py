@@ -1,0 +1,240 @@
+"""The Icarus Verilog backend: compile once with iverilog, run vvp per seed.
+
+Icarus is four-state (it models X and Z) and runs every seed in its own process. Its verdict
+channel is the VPI module trusted/icarus/cdc_verdict.c (built once and cached). Also here: what
+Icarus built, read from its compiled .vvp (compared with the gate's elaboration by
+gate/diverge.py), and the always_comb rewrite Icarus 11 needs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from .. import paths
+from ..task import Task
+from .base import (
+    BUILD_LIMITS,
+    Build,
+    Simulator,
+    build_failure,
+    cached_binary,
+    scrub,
+    seed_plusargs,
+    self_contained,
+    stage_sources,
+)
+from .proc import run_bounded
+from .seeds import SeedPlan
+
+
+class Icarus(Simulator):
+    """Icarus Verilog 11 (Debian ``iverilog``): compile once with iverilog, run vvp per seed."""
+
+    name = "icarus"
+    title = "Icarus Verilog"
+    batching = False
+    four_state = True
+
+    def available(self) -> bool:
+        return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+
+    def version(self) -> str:
+        return _icarus_version()
+
+    def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
+        try:
+            vpi = vpi_module(sandbox=sandbox)
+        except (OSError, RuntimeError) as exc:
+            return Build("tool_error", f"Icarus verdict module: {exc}", workdir)
+        files = stage_sources(task, {n: icarus_always_comb(t) for n, t in design.items()}, workdir)
+        # -gstrict-expr-width: expression widths as the standard (and the gate's front end) has them
+        argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-L", str(vpi), "-m", VPI_NAME,
+                "-s", task.tb_top, "-o", "sim.vvp", *[str(f.relative_to(workdir)) for f in files]]
+        proc = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(vpi,), tag="build")
+        log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)
+        failed = build_failure(proc, log)
+        if failed:
+            status, log = failed
+        else:
+            status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
+        cpu, wall, rss = proc.cpu_s, proc.wall_s, proc.max_rss_kb
+        if status == "pass":
+            alone_argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-t", "null",
+                          "-s", task.top]
+            refused, alone = self_contained(alone_argv, workdir, task, sandbox=sandbox)
+            cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+            if refused:
+                status, log = refused
+        return Build(status, log, workdir, cpu, wall, rss,
+                     {"vpi": str(vpi), "tb_top": task.tb_top})
+
+    def verdict_secrets(self, build: Build, nonce: int) -> list[str]:
+        return [f"{nonce:016x}", build.extra["tb_top"]]
+
+    def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
+        return ["vvp", "-n", "sim.vvp", *seed_plusargs(plan, settle)]
+
+    def seed_ro_paths(self, build: Build) -> tuple[Path, ...]:
+        return (Path(build.extra["vpi"]),)
+
+
+VPI_NAME = "cdc_verdict"
+
+
+def vpi_source() -> Path:
+    return paths.trusted_source("icarus", f"{VPI_NAME}.c")
+
+
+def vpi_module(*, sandbox: bool = True) -> Path:
+    """The directory of the cached Icarus verdict module (cdc_verdict.vpi), built on first use
+    with iverilog-vpi's flags; keyed by its source and the Icarus version. Raises OSError/RuntimeError."""
+    if shutil.which("iverilog-vpi") is None:
+        raise RuntimeError("iverilog-vpi is missing (Debian: apt-get install -y iverilog)")
+    # iverilog-vpi's own flags, with gcc named directly (its "cc" is a symlink into /etc).
+    script = (f'gcc $(iverilog-vpi --cflags) -c -o {VPI_NAME}.o {VPI_NAME}.c && '
+              f'gcc $(iverilog-vpi --ldflags) -o {VPI_NAME}.vpi {VPI_NAME}.o $(iverilog-vpi --ldlibs)')
+    return cached_binary("icarus-vpi", vpi_source(), f"{VPI_NAME}.vpi", script, _icarus_version(),
+                         sandbox=sandbox)
+
+
+@lru_cache(maxsize=1)
+def _icarus_version() -> str:
+    try:
+        out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    m = re.search(r"version (\S+)", out)
+    return m.group(1) if m else "unknown"
+
+
+
+# ----- what Icarus built (differential elaboration; compared with the gate's by gate/diverge.py) -----
+_VVP_SCOPE = re.compile(r'^(S_0x[0-9a-f]+) \.scope (\w+)[^,]*, "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"'
+                        r'(?:[^;]*, (S_0x[0-9a-f]+))?[^;]*;\s*$')
+_VVP_PARAM = re.compile(r'^P_0x[0-9a-f]+ \.param/l "((?:[^"\\]|\\.)*)" [^,]*, (\+?)C4<([01xz]+)>;\s*$')
+
+
+def icarus_elaboration(vvp_text: str, tb_top: str, top: str, primitives: frozenset[str]) -> dict | None:
+    """The design Icarus built, read from its compiled .vvp: primitive instances (path, module),
+    helper-instance and generate scopes, and integer parameter values, with paths below the
+    testbench's instance of ``top`` (unnamed generate blocks as genblk*). None if that instance
+    is not found. Inside a primitive only its own parameters are read, not its internals."""
+    scopes: dict[str, tuple[str, str, str, str | None]] = {}  # addr -> (kind, name, type, parent)
+    params: list[tuple[str, str, str]] = []  # (scope addr, name, value)
+    current = None
+    for line in vvp_text.splitlines():
+        if line.startswith("S_0x"):
+            m = _VVP_SCOPE.match(line)
+            if m:
+                scopes[m[1]] = (m[2], m[3], m[4], m[5])
+                current = m[1]
+        elif line.startswith("P_0x") and current is not None:
+            m = _VVP_PARAM.match(line)
+            if m and not set(m[3]) & {"x", "z"}:
+                v = int(m[3], 2) - ((1 << len(m[3])) if m[2] == "+" and m[3][0] == "1" else 0)
+                params.append((current, m[1], str(v)))
+    duts = [a for a, (k, _n, t, par) in scopes.items()
+            if k == "module" and t == top and par in scopes and scopes[par][2] == tb_top]
+    if len(duts) != 1:
+        return None
+    dut = duts[0]
+
+    def chain(addr: str) -> tuple[str, int, bool] | None:
+        """(path below the dut, primitives in the chain, self is a primitive), None if not below it."""
+        names: list[str] = []
+        prims = 0
+        a: str | None = addr
+        while a is not None and a != dut:
+            kind, name, typ, par = scopes[a]
+            if kind not in ("module", "generate"):
+                return None
+            prims += kind == "module" and typ in primitives
+            names.insert(0, name)
+            a = par
+        if a != dut:
+            return None
+        kind, _n, typ, _p = scopes[addr]
+        return ".".join(names), prims, kind == "module" and typ in primitives
+
+    info = {a: chain(a) for a in scopes if a != dut}
+    out: dict = {"prims": [], "params": [], "scopes": []}
+    for addr, c in info.items():
+        if c is None:
+            continue
+        p, n, is_prim = c
+        if is_prim and n == 1:
+            out["prims"].append([_generic_path(p), scopes[addr][2]])
+        elif n == 0:
+            out["scopes"].append(_generic_path(p))
+    for addr, name, value in params:
+        if addr == dut:
+            out["params"].append([name, value])
+            continue
+        c = info.get(addr)
+        if c is not None and (c[1] == 0 or (c[2] and c[1] == 1)):
+            out["params"].append([_generic_path(c[0] + "." + name), value])
+    for k in out:
+        out[k].sort()
+    return out
+
+
+def _generic_path(path: str) -> str:
+    return re.sub(r"\bgenblk\d+", "genblk*", path)
+
+
+# ----- always_comb on Icarus 11 -----
+_TOKENS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\\\S+|`?[A-Za-z_$][A-Za-z0-9_$]*|.', re.S)
+
+
+_LOCAL_TYPES = frozenset({"reg", "integer", "logic", "int", "bit", "byte", "shortint", "longint", "time",
+                          "genvar", "var"})
+
+
+_STATEMENT_PREFIXES = frozenset({"begin", "end", "automatic", "static", "const"})
+
+
+def _function_with_locals(toks: list[str]) -> bool:
+    """Whether some function declares a variable of its own (the trigger of the Icarus 11 hang)."""
+    words = [t for t in toks if not t.isspace() and not t.startswith(("//", "/*"))]
+    inside = False
+    head = True  # the function's header statement (its name and ANSI ports)
+    first: str | None = None  # first word of the current statement
+    prev = ""
+    for w in words:
+        if w == "function":
+            inside, head, first = True, True, None
+        elif w == "endfunction":
+            inside = False
+        elif inside:
+            if first is None and w not in _STATEMENT_PREFIXES:
+                first = w
+            if not head and (first in _LOCAL_TYPES or (first == "for" and prev == "(" and w in _LOCAL_TYPES)):
+                return True
+            if w == ";":
+                head, first = False, None
+        prev = w
+    return False
+
+
+def icarus_always_comb(text: str) -> str:
+    """The design text Icarus 11 compiles: ``always_comb`` as ``always @*`` in a file that
+    declares a function with variables of its own.
+
+    Icarus 11 makes an always_comb block sensitive to the variables of the functions it calls,
+    so two such blocks calling one function with a local loop variable wake each other forever
+    at time 0. ``always @*`` is sensitive to what the block itself reads (the arguments), which
+    for the gate's subset -- no function may carry state between calls (POL-CONSTRUCT) -- is the
+    same combinational logic, except that ``always @*`` does not also run at time 0. Done on the
+    token stream: comments, strings and escaped identifiers are never touched. A file without
+    such a function is compiled as written.
+    """
+    if "always_comb" not in text or "function" not in text:
+        return text
+    toks = _TOKENS.findall(text)
+    if "function" not in toks or "always_comb" not in toks or not _function_with_locals(toks):
+        return text
+    return "".join("always @*" if t == "always_comb" else t for t in toks)
