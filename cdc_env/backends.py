@@ -54,7 +54,12 @@ from pathlib import Path
 
 from .errors import CdcError
 
-SIMS = ("icarus", "verilator", "auto")
+
+def sims() -> tuple[str, ...]:
+    """The simulator names a job may ask for: every registered backend, and "auto"."""
+    from .sim import names  # noqa: PLC0415
+
+    return (*names(), "auto")
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ def warm(sim: str) -> dict:
     from .gate import run_gate  # noqa: F401
 
     out: dict = {}
-    if sim in ("verilator", "auto"):
+    if sim in ("verilator", "auto"):  # the Verilator runtime library, built once per version
         from .sim.verilator import runtime
 
         t0 = time.process_time()

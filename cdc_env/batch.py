@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends import SIMS, Backend, GradeJob
+from .backends import Backend, GradeJob, sims
 from .errors import CdcError
 from .sim.seeds import parse_hidden
 
@@ -78,8 +78,8 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     if len(sub.encode("utf-8", "replace")) > MAX_SUBMISSION:
         raise ValueError(f"submission is larger than {MAX_SUBMISSION >> 10} KiB")
     line_sim = obj.get("sim", sim)
-    if line_sim not in SIMS:
-        raise ValueError(f"sim must be one of {', '.join(SIMS)}, not {str(line_sim)[:40]!r}")
+    if line_sim not in sims():
+        raise ValueError(f"sim must be one of {', '.join(sims())}, not {str(line_sim)[:40]!r}")
     line_hidden = parse_hidden(obj.get("hidden", hidden))
     unknown = set(obj) - {"id", "task", "submission", "sim", "hidden", "meta"}
     if unknown:

@@ -30,7 +30,6 @@ from .sim.seeds import parse_hidden
 from .submission import MAX_BYTES
 from .task import Task, load_task
 
-_SIM_TITLES = {"icarus": "Icarus Verilog", "verilator": "Verilator"}
 _LOG_LINES = 40
 DEFAULT_HIDDEN = 32  # hidden seeds per submission unless the caller says otherwise
 
@@ -392,7 +391,10 @@ def describe_visible_run(task: Task, report: dict) -> str:
     """The model's view of a visible-seeds-only grade: nothing but the agent's own runs."""
     rep = Report.from_dict(report)
     allowlist, gate, build = rep.stage("allowlist"), rep.stage("gate"), rep.stage("build")
-    sim = _SIM_TITLES.get(rep.simulator["name"], rep.simulator["name"])
+    try:
+        sim = get_simulator(rep.simulator["name"]).title
+    except (KeyError, ValueError, CdcError):
+        sim = rep.simulator["name"]
     head = "run_visible: "
     if allowlist is None or allowlist.status != "pass":
         detail = allowlist.detail if allowlist else "no allowlist stage"

@@ -263,8 +263,11 @@ def check_build(sim_name: str, workdir: Path, tb_top: str, top: str, gate_elab: 
         if built is not None:
             built = verilator_names(built, built=True)
         gate_elab = verilator_names({k: v for k, v in gate_elab.items() if k != "scopes"}, built=False)
-    else:
-        return BuildCheck(None)
+    elif sim_name == "verilator":
+        return BuildCheck(None)  # a caller without the design's file names (no staged files to re-read)
+    else:  # fail closed: a build the gate cannot compare with its own elaboration is not trusted
+        return BuildCheck("tool_error", f"no differential elaboration (GATE-DIVERGE) for simulator "
+                                        f"'{sim_name}': add a reader of its build to gate/diverge.py", cpu)
     if built is None:
         return BuildCheck("tool_error", f"the built design has no single instance of {top} under {tb_top}",
                           cpu)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path as PathParam
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..sim import names as sim_names
 from .config import MAX_SIM_RUNS_CAP, MAX_STEPS_CAP
 
 
@@ -40,7 +41,16 @@ class Health(BaseModel):
 
 EpisodeId = Annotated[str, PathParam(pattern=r"^[A-Za-z0-9_-]{1,64}$", max_length=64)]
 Hidden = Literal["all"] | Annotated[int, Field(ge=0, le=100_000)]
-Sim = Literal["icarus", "verilator", "auto"]
+
+
+def _known_sim(value: str) -> str:
+    known = (*sim_names(), "auto")
+    if value not in known:
+        raise ValueError(f"unknown simulator {value!r} (known: {', '.join(known)})")
+    return value
+
+
+Sim = Annotated[str, AfterValidator(_known_sim)]  # every registered backend, or "auto"
 
 
 class _Strict(BaseModel):

@@ -129,7 +129,7 @@ def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
     models = doc.get("models", {}) if isinstance(doc, dict) else {}
     for r in rows:
         models[r["task"]] = r["model"]
-    doc = {"about": "cdc-env cost --ship: measured cost models per task (cdc_env/cost.py, cdc_env/sim/costmodel.py)",
+    doc = {"about": "cdc-env cost --ship: measured cost models per task (cdc_env/sim/costmodel.py)",
            "models": dict(sorted(models.items()))}
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path
