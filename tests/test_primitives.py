@@ -47,7 +47,7 @@ def _run(tmp_path: Path, testcase: str, *, key: int = 7, settle: bool = True, en
                                   "gray_per_bit_seen_current_or_one_behind",
                                   "binary_can_be_a_mix", "negedge_source_can_settle_late",
                                   "x_transition_can_settle_late", "x_or_z_input_is_reported",
-                                  "long_names_have_their_own_stream"])
+                                  "long_names_have_their_own_stream", "offset_change_can_settle_late"])
 @pytest.mark.parametrize("settle", [True, False])
 def test_primitive_property(tmp_path, case, settle):
     if case in ("only_latest_update_settles_late", "x_or_z_input_is_reported") and not settle:

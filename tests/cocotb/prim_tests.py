@@ -310,3 +310,19 @@ async def long_names_have_their_own_stream(dut):
         assert differ > 0
     else:
         assert differ == 0
+
+
+@cocotb.test()
+async def offset_change_can_settle_late(dut):
+    """A change made after the source clock's latest edge, offset from it (here 100 ps later, by
+    whatever means), is in the settling window like one made at the edge: latency 2 or 3. The
+    old model (eligible only when the change fell exactly at the source edge's time) gave 2 only."""
+    await setup(dut)
+    offset_ps = int(os.environ.get("PRIM_OFFSET_PS", "100"))
+
+    async def after_edge(clk):
+        await RisingEdge(clk)
+        await Timer(offset_ps, unit="ps")
+
+    lat = await _latencies(dut, after_edge)
+    assert set(lat) == ({2, 3} if SETTLE else {2}), lat

@@ -17,11 +17,15 @@
 //   * Eligibility. On a destination edge at time t, a bit is eligible to settle late when
 //       - its input differs from what the first flop holds,
 //       - it did not settle late on the previous edge, and
-//       - its input last changed exactly at the latest edge, rising or falling, of the SOURCE
-//         clock at or before t. A change made one source clock edge earlier (half a source
-//         period or more before t) has settled and is never late. Both polarities count, so a
-//         register clocked on the falling edge is timed like one on the rising edge, and data
-//         that changes one source edge before its strobe is never late relative to it.
+//       - its input last changed within the settling window: after this instance's previous
+//         sampling edge and at or after the latest edge, rising or falling, of the SOURCE clock
+//         at or before t. Any change in that window counts, whatever its offset from the source
+//         edge (not only a change exactly at the edge's time). A change made before the source
+//         clock's latest edge (half a source period or more before t) has settled and is never
+//         late: so a Gray pointer, which changes one bit per source edge, is seen at its value
+//         or one step behind however fast its source runs. Both polarities count, so a register
+//         clocked on the falling edge is timed like one on the rising edge, and data that
+//         changes one source edge before its strobe is never late relative to it.
 //     The source clock is the task clock that does not drive clk_i. The instance learns which
 //     task clock drives it from the time of its own edges (clock a edges fall at 1 (mod 4) ps,
 //     clock b edges at 3) and asks the testbench for the source clock's latest edge time
@@ -107,6 +111,7 @@ module cdc_sync_bus #(
   reg [31:0]      base_h, edge_h, bit_h;
   reg             edge_h_ok;
   reg [63:0]      src_t;            // latest edge of the source clock
+  reg [63:0]      prev_edge_t;      // time of this instance's previous sampling (clk_i) edge
   reg [8*NAME_MAX-1:0] name;        // %m, filled only for names of 256 characters or more
   reg [8*256-1:0] name_s;           // %m
   reg             name_long;
@@ -190,6 +195,7 @@ module cdc_sync_bus #(
     x_warned = 1'b0;
 `endif
     edge_n = 32'd0;
+    prev_edge_t = 64'd0;
     upd_time = 64'd0;
     upd_mask = {WIDTH{1'b0}};
     last_d = {WIDTH{1'b0}};
@@ -273,7 +279,7 @@ module cdc_sync_bus #(
 `endif
         edge_h_ok = 1'b0;
         for (i = 0; i < WIDTH; i = i + 1)
-          if (cand[i] && chg_t[i] == src_t) begin
+          if (cand[i] && chg_t[i] != 64'hffffffffffffffff && chg_t[i] > prev_edge_t && chg_t[i] >= src_t) begin
             if (!edge_h_ok) begin
               edge_h = mix32(base_h ^ edge_n);
               edge_h_ok = 1'b1;
@@ -282,6 +288,7 @@ module cdc_sync_bus #(
             late[i] = bit_h[0];
           end
       end
+      prev_edge_t = $time;
       s1_q       <= (d_i & ~late) | (s1_q & late);
       s2_q       <= s1_q;
       deferred_q <= late;
