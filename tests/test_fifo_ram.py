@@ -1,12 +1,13 @@
 """cdc_ram, the provided cross-domain storage (trusted/hdl/cdc_sync.v), and its model: an entry
-written less than one read cycle before the read-domain edge that captures it may read old bits,
-per bit, chosen from the seed; once a read-domain edge has passed it reads what was written; with
-late settling off every read is ideal. A correct FIFO never reads an entry that young; a design
+written less than two read cycles before the read-domain edge that captures it may read old bits,
+per bit, each bit arriving at once, one read edge later or two, chosen from the seed per write;
+once two read-domain edges have passed it reads what was written; with late settling off every
+read is ideal. A correct FIFO never reads an entry that young; a design
 that carries its write pointer in storage (a mailbox) does, and fails.
 
 The unit bench below drives the primitive alone (no testbench monitor). Each write lands between
-two read-clock edges; the bench captures rdata_o on the next rising read edge (the entry is young)
-and on the one after (old)."""
+two read-clock edges; the bench captures rdata_o on the next rising read edge (the entry is young),
+on the one after (still young: one read edge has passed) and on the third (old)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ module ram_tb;
       @(posedge wclk); #1 we = 0;
       $display("OLD %h NEW %h", 16'h0f0f ^ ((k % 16) * 16'h1111), wd);
       @(posedge rclk); #1 $display("YOUNG %h %h", cap, cap2);
+      @(posedge rclk); #1 $display("MID %h %h", cap, cap2);
       @(posedge rclk); #1 $display("AGED %h %h", cap, cap2);
       // the entry takes its new value as the old one for the next lap
       @(negedge wclk); we = 1; wd = 16'h0f0f ^ ((k % 16) * 16'h1111);
@@ -81,8 +83,9 @@ def unit_vvp(tmp_path_factory) -> Path:
     return _compile(tmp_path_factory.mktemp("cdc_ram"))
 
 
-def _unit(vvp: Path, *plusargs: str) -> list[tuple[int, int, int, int, int, int]]:
-    """(old, new, young, young of the twin, aged, aged of the twin) per measured write."""
+def _unit(vvp: Path, *plusargs: str) -> list[tuple[int, ...]]:
+    """(old, new, young, young of the twin, mid, mid of the twin, aged, aged of the twin) per
+    measured write (young: no read edge since the write; mid: one; aged: two)."""
     out = subprocess.run(["vvp", "-n", str(vvp), *plusargs], capture_output=True, text=True,
                          timeout=120).stdout.split("\n")
     rows, cur = [], []
@@ -90,26 +93,30 @@ def _unit(vvp: Path, *plusargs: str) -> list[tuple[int, int, int, int, int, int]
         f = line.split()
         if f[:1] == ["OLD"]:
             cur = [int(f[1], 16), int(f[3], 16)]
-        elif f[:1] in (["YOUNG"], ["AGED"]):
+        elif f[:1] in (["YOUNG"], ["MID"], ["AGED"]):
             cur += [int(f[1], 16), int(f[2], 16)]
             if f[0] == "AGED":
-                rows.append((cur[0], cur[1], cur[2], cur[3], cur[4], cur[5]))
+                rows.append(tuple(cur))
     assert len(rows) == WRITES, out[-5:]
     return rows
 
 
 def test_young_read_mixes_old_and_new_bits_per_bit(unit_vvp):
     rows = _unit(unit_vvp, "+cdc_settle_key=11")
-    mixed = 0
-    for old, new, young, young2, aged, aged2 in rows:
+    mixed = mixed_mid = 0
+    for old, new, young, young2, mid, mid2, aged, aged2 in rows:
         assert old != new
         # Every bit of a young read is that bit's old or new value, never anything else.
-        assert (young ^ new) & ~(old ^ new) == 0 and (young2 ^ new) & ~(old ^ new) == 0
-        # One read-clock edge later the entry is old: it reads what was written.
+        for v in (young, young2, mid, mid2):
+            assert (v ^ new) & ~(old ^ new) == 0
+        # A bit that has arrived stays arrived: what reads old one edge later read old before.
+        assert (mid ^ new) & ~(young ^ new) == 0 and (mid2 ^ new) & ~(young2 ^ new) == 0
+        # Two read-clock edges later the entry is old: it reads what was written.
         assert aged == new and aged2 == new
-        if young not in (old, new):
-            mixed += 1
+        mixed += young not in (old, new)
+        mixed_mid += mid != new
     assert mixed >= WRITES // 2, "per-bit choices should mix old and new bits on most writes"
+    assert mixed_mid >= WRITES // 4, "some bits should still read old one read edge after the write"
     # The two instances draw different choices (keys from their whole names).
     assert [r[2] for r in rows] != [r[3] for r in rows]
 
@@ -121,8 +128,8 @@ def test_choices_follow_the_settle_key(unit_vvp):
 
 
 def test_settle_off_reads_ideally(unit_vvp):
-    for _old, new, young, young2, aged, aged2 in _unit(unit_vvp, "+cdc_settle=0", "+cdc_settle_key=11"):
-        assert young == new == aged == young2 == aged2
+    for _old, new, *reads in _unit(unit_vvp, "+cdc_settle=0", "+cdc_settle_key=11"):
+        assert reads == [new] * 6
 
 
 # ---------------------------------------------------------------------------- in a FIFO
@@ -178,8 +185,8 @@ def test_stress_mode_reads_every_young_bit_old(tmp_path):
     """CDC_RAM_ALL_LATE (used above to prove a correct FIFO never reads a young entry) really
     makes every young bit read old, and still only while the entry is young."""
     vvp = _compile(tmp_path, "CDC_RAM_ALL_LATE")
-    for old, new, young, young2, aged, aged2 in _unit(vvp, "+cdc_settle_key=11"):
-        assert young == young2 == old and aged == aged2 == new
+    for old, new, young, young2, mid, mid2, aged, aged2 in _unit(vvp, "+cdc_settle_key=11"):
+        assert young == young2 == mid == mid2 == old and aged == aged2 == new
 
 
 def test_icarus_and_verilator_make_the_same_storage_choices():

@@ -35,6 +35,10 @@ module prim_top (
       $display("prim_top: %0s", why);
     end
   endtask
+  integer sync_notes = 0;   // cdc_sync_note calls (the per-time-step sum is the testbench's)
+  task cdc_sync_note(input integer n);
+    sync_notes = sync_notes + 1;
+  endtask
   task cdc_bus_note(input integer n, input [8*80-1:0] who);
     begin
       bus_notes = bus_notes + 1;

@@ -1,6 +1,6 @@
 // cdc_monitor.vh -- the interface between the synchronizer primitives (trusted/hdl/cdc_sync.v)
 // and the module that the macro CDC_SYNC_MONITOR names (every task testbench, through
-// cdc_tb.vh; the cocotb wrapper tests/cocotb/prim_top.v). The includer provides three tasks,
+// cdc_tb.vh; the cocotb wrapper tests/cocotb/prim_top.v). The includer provides four tasks,
 // which the primitives call by hierarchical name:
 //
 //   cdc_src_edge(dst_is_a, edge_t)
@@ -12,6 +12,10 @@
 //   cdc_sync_fail(msg)
 //       a synchronizer saw what its contract excludes (X or Z on d_i, a hierarchical name too
 //       long to key); the testbench fails the run once both resets are released.
+//   cdc_sync_note(n)
+//       n > 0 bits of one synchronizer input changed for the first time in the current time step
+//       (one source clock edge). The testbench sums them over every instance per time step and,
+//       on hidden seeds, fails the run when the sum exceeds its limit (CDC_EDGE_BITS).
 //   cdc_bus_note(n, who)
 //       n > 1 bits of one cdc_sync_bus input (instance name `who`, its last 80 characters)
 //       changed in one time step, i.e. on one source clock edge: the one-bit-per-source-edge

@@ -7,8 +7,8 @@
 //   cdc_sync_pulse           toggle-based pulse synchronizer (source toggle flop + cdc_sync_bit
 //                            + destination edge detect)
 //   cdc_ram        #(WIDTH, AW)  storage written in one domain and read in the other (a FIFO's
-//                            memory); a read of an entry written less than one read cycle ago
-//                            may return old bits
+//                            memory); a read of an entry written less than two read cycles
+//                            ago may return old bits
 //
 // Behaviour modelled (the late-settling model; README, "Late settling"). This module is the one place
 // where late settling lives:
@@ -73,13 +73,15 @@
 // (+cdc_gray_check=1). No two clock edges of different clocks coincide, so one time step is one
 // source clock edge.
 //
-// Gray check hook across instances (used by the FIFO family's testbenches; absent unless the
-// testbench defines the macro CDC_GRAY_MONITOR before this file is compiled): every change of
-// d_i reports the number of bits that changed for the first time in the current time step to
-// `CDC_GRAY_MONITOR.cdc_sync_note(n) (trusted/hdl/cdc_tb.vh). The sum over all instances in one
-// time step is what one source clock edge changed across every crossing; the testbench fails
-// the seed when it exceeds one. Instances report themselves, so the check follows the
-// primitives whatever the signals are called. The hooks read d_i only and never touch the
+// Sum across instances (every testbench, through the monitor): every change of d_i reports the
+// number of bits that changed for the first time in the current time step to
+// `CDC_SYNC_MONITOR.cdc_sync_note(n) (trusted/hdl/cdc_tb.vh). The sum over all instances in one
+// time step is what one source clock edge changed across every crossing into the other domain;
+// on hidden seeds the testbench fails the seed when it exceeds the task's limit (CDC_EDGE_BITS:
+// 1, or 2 where the task's invariant lets an event and its kind cross on one edge). Instances
+// report themselves, so the check follows the primitives whatever the signals are called, and
+// copies of one bit through separate synchronizers count once each. The hooks read d_i only and
+// never touch the
 // synchronizer state: q_o is the same with and without them.
 //
 // No $random/$urandom: their streams differ between simulators.
@@ -107,7 +109,7 @@ module cdc_sync_bus #(
   reg             settle_on;
   reg             name_bad;         // the name did not fit in NAME_MAX characters
   reg [WIDTH-1:0] cand;             // bits that differ from the first flop and may settle late
-  reg [WIDTH-1:0] late;
+  reg [WIDTH-1:0] late, late2;
   reg [31:0]      base_h, edge_h, bit_h;
   reg             edge_h_ok;
   reg [63:0]      src_t;            // latest edge of the source clock
@@ -124,8 +126,8 @@ module cdc_sync_bus #(
 `else
   reg             x_warned;
 `endif
-`ifdef CDC_GRAY_MONITOR
-  integer         gray_n;           // Gray check hook: bits newly changed in this time step
+`ifdef CDC_SYNC_MONITOR
+  integer         gray_n;           // sum hook: bits newly changed in this time step
 `endif
 
   function [31:0] mix32(input [31:0] x);
@@ -209,23 +211,21 @@ module cdc_sync_bus #(
       upd_mask = {WIDTH{1'b0}};
       upd_time = $time;
     end
-`ifdef CDC_GRAY_MONITOR
+`ifdef CDC_SYNC_MONITOR
     gray_n = 0;
 `endif
     for (j = 0; j < WIDTH; j = j + 1)
       if (d_i[j] !== last_d[j]) begin
         chg_t[j] = $time;
-`ifdef CDC_GRAY_MONITOR
+`ifdef CDC_SYNC_MONITOR
         if (!upd_mask[j]) gray_n = gray_n + 1;
 `endif
         upd_mask[j] = 1'b1;
       end
     last_d = d_i;
-`ifdef CDC_GRAY_MONITOR
-    // Gray check hook (see the header): report the bits newly changed in this time step.
-    `CDC_GRAY_MONITOR.cdc_sync_note(gray_n);
-`endif
 `ifdef CDC_SYNC_MONITOR
+    // Sum hook (see the header): report the bits newly changed in this time step.
+    if (gray_n > 0) `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
     // One-bit-per-source-edge rule for this bus (see the header).
     if (WIDTH > 1) begin
       bus_n = 0;
@@ -348,29 +348,35 @@ endmodule
 // prim_cdc_rand_delay: a crossing data path may deliver a transition late). A real memory's read
 // path from a just-written cell to the read-domain flop is not timed against rclk_i: bits written
 // shortly before a read-domain edge may or may not have arrived. So:
-//   * An entry is "young" from its write until the first rising edge of rclk_i after it: it was
-//     written less than one read-domain cycle before the read-domain edge that captures it.
-//   * Each write chooses, per bit, whether that bit's new value arrives late (a fair coin per
-//     bit, from the seed's settling key, this instance's key and the time of the write).
-//     While the entry is young, a late bit reads its value from before this write; once the
-//     entry is old, every bit reads the written value.
-//   * Why one read-domain cycle: it is the most a data path between domains is allowed to take
-//     (the usual max-delay constraint on such a path is one destination period), and it is far
-//     below what any correct reader waits. A correct FIFO publishes a word through a
-//     synchronized pointer that the reader sees 2 or 3 of its cycles after the write, and only
-//     then reads the word, so it never reads a young entry and never sees this model. A design
-//     that uses the storage as a mailbox (a pointer, a flag or a count carried in an entry and
-//     read without a synchronizer), or that publishes a pointer before its data, reads entries
-//     that are young and may see a mix of old and new bits.
+//   * An entry is "young" from its write until the second rising edge of rclk_i after it: it was
+//     written less than two read-domain cycles before the read-domain edge that captures it.
+//   * Each write chooses, per bit, when that bit's new value arrives: at once (probability 1/2),
+//     after one read-domain edge (1/4) or after two (1/4), from the seed's settling key, this
+//     instance's key and the time of the write. Until its arrival a bit reads its value from
+//     before this write. So a read at the first read-domain edge after a write sees the bits
+//     that arrived at once, one at the second edge sees those plus the one-edge bits, and from
+//     the third edge on every bit reads the written value. Each bit's arrival is fixed by the
+//     write: two reads of a young entry can agree on a mix of old and new bits, so sampling an
+//     entry twice and keeping a value only when both reads agree does not hide a mix.
+//   * Why two read-domain cycles: a real asynchronous read path from a just-written cell is
+//     timed against neither clock; two read cycles is as long as such a path can be while a
+//     correct reader still never sees it. A correct FIFO publishes a word through a synchronized
+//     pointer that the reader sees 2 or 3 of its cycles after the write (the synchronizer's
+//     second flop takes it at the second read edge at the earliest), and only then registers the
+//     word, at the third read edge or later: it never reads a young entry and never sees this
+//     model. A design that uses the storage as a mailbox (a pointer, a flag or a count carried in
+//     an entry and read without a synchronizer), or that publishes a pointer before its data,
+//     reads entries that are young and may see a mix of old and new bits.
 //   * The window is measured from the rising edges of rclk_i: a reader that registers rdata_o on
-//     another edge sees the rule as "written since the latest rising edge of rclk_i".
+//     another edge sees the rule as "written since the second-latest rising edge of rclk_i".
 //   * With +cdc_settle=0 every read returns the latest written value (ideal storage).
 //   * Every entry holds 0 until it is first written, on every simulator (an X there would make
 //     Icarus and Verilator, which has no X, disagree about a design that reads it).
-//   * Two writes to one entry within one read cycle: a late bit reads the value it had before
+//   * Two writes to one entry within two read cycles: a late bit reads the value it had before
 //     the latest write.
 //   * Test stress mode (never used by the grader): compiled with CDC_RAM_ALL_LATE defined, every
-//     bit of every write is late, so any read of a young entry returns its old value.
+//     bit of every write arrives two read edges late, so any read of a young entry returns its
+//     old value.
 // The instance key is cdc_sync_bus's: a 64-bit keyed hash (SplitMix64's finaliser per
 // character, seeded by the settle key) of the WHOLE hierarchical name %m, without Verilator's
 // leading "TOP."; names of 4096 characters or more are refused, as there. With a monitor (every
@@ -397,16 +403,18 @@ module cdc_ram #(
 
   reg [WIDTH-1:0] mem   [0:DEPTH-1];  // the written values
   reg [WIDTH-1:0] flip  [0:DEPTH-1];  // bits of the latest write that arrive late (old ^ new)
+  reg [WIDTH-1:0] flip2 [0:DEPTH-1];  // those of them that arrive two read cycles late
   reg [63:0]      wr_t  [0:DEPTH-1];  // time of each entry's latest write
   reg [63:0]      rd_t;               // time of the latest rising edge of rclk_i
+  reg [63:0]      rd_t2;              // time of the rising edge of rclk_i before it
   reg [31:0]      inst_key;           // keyed hash of this instance's whole hierarchical name
   reg [63:0]      name_h;
   reg [31:0]      settle_key, base_h;
   reg [63:0]      wr_t_now;           // time of the write being made
   reg             settle_on;
   reg             name_bad, name_long;
-  reg [WIDTH-1:0] late;
-  reg [31:0]      wr_h, chunk_h;
+  reg [WIDTH-1:0] late, late2;
+  reg [31:0]      wr_h, chunk_h, chunk_h2;
   reg [8*NAME_MAX-1:0] name;          // %m, filled only for names of 256 characters or more
   reg [8*256-1:0] name_s;             // %m
   reg [8*80-1:0]  who;                // the name's last 80 characters, for messages
@@ -470,9 +478,11 @@ module cdc_ram #(
     for (i = 0; i < DEPTH; i = i + 1) begin
       mem[i] = {WIDTH{1'b0}};
       flip[i] = {WIDTH{1'b0}};
+      flip2[i] = {WIDTH{1'b0}};
       wr_t[i] = 64'd0;
     end
     rd_t = 64'd0;
+    rd_t2 = 64'd0;
   end
 
   always @(posedge wclk_i) begin
@@ -489,6 +499,7 @@ module cdc_ram #(
     if (we_i) begin
       // Which bits of this write arrive late: one fair coin per bit (nothing when settling is off).
       late = {WIDTH{1'b0}};
+      late2 = {WIDTH{1'b0}};
       if (settle_on) begin
         // Keyed by the write's time, not by a count of writes: a write enable that is X before
         // reset (Icarus) and 0 (Verilator) must not shift the choices of every later write.
@@ -496,22 +507,34 @@ module cdc_ram #(
         wr_h = mix32(base_h ^ mix32(wr_t_now[31:0] ^ mix32(wr_t_now[63:32])));
         for (i = 0; i < CHUNKS; i = i + 1) begin
           chunk_h = mix32(wr_h + i * 32'h9e3779b9);
+          chunk_h2 = mix32(chunk_h ^ 32'h85ebca6b);
           for (c = 0; c < 32; c = c + 1)
-            if (32 * i + c < WIDTH) late[32 * i + c] = chunk_h[c];
+            if (32 * i + c < WIDTH) begin
+              late[32 * i + c] = chunk_h[c];
+              late2[32 * i + c] = chunk_h[c] & chunk_h2[c];
+            end
         end
 `ifdef CDC_RAM_ALL_LATE
         late = {WIDTH{1'b1}};  // stress mode for tests: every bit of a young entry reads old
+        late2 = {WIDTH{1'b1}};
 `endif
       end
       flip[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late;
+      flip2[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late2;
       mem[waddr_i]  <= wdata_i;
       wr_t[waddr_i] <= $time;
     end
   end
 
-  // The read-domain edge that captures rdata_o sees rd_t as the previous edge's time (a
-  // nonblocking update), so "young" is "written after the previous rising edge of rclk_i".
-  always @(posedge rclk_i) rd_t <= $time;
+  // The read-domain edge that captures rdata_o sees rd_t as the previous edge's time and rd_t2
+  // as the one before (nonblocking updates): an entry written after rd_t has had no read-domain
+  // edge since its write (its late bits read old), one written after rd_t2 has had one (its
+  // bits two cycles late still read old), any other has had two or more (all bits new).
+  always @(posedge rclk_i) begin
+    rd_t2 <= rd_t;
+    rd_t  <= $time;
+  end
 
-  assign rdata_o = mem[raddr_i] ^ ((wr_t[raddr_i] > rd_t) ? flip[raddr_i] : {WIDTH{1'b0}});
+  assign rdata_o = mem[raddr_i] ^ ((wr_t[raddr_i] > rd_t) ? flip[raddr_i] :
+                                   (wr_t[raddr_i] > rd_t2) ? flip2[raddr_i] : {WIDTH{1'b0}});
 endmodule
