@@ -405,12 +405,14 @@ def _level_check(aw: int, side: str, port: str, guard: str, log: str, count: str
     ``count``) and may lag this side's own count by one edge: ``low``/``high`` are the two
     bounds, written as conditions on level + a count that fail the seed."""
     lvl = f"{{{31 - aw}'d0, {port}}}"
+    fmt = (f"{side} level %0d outside %0d-%0d: the fill (%0d written, %0d read) "
+           f"over the last %0d ps of {other}s")
     return f"""    if ({guard}) begin
       while ({log}_old < {count} && {log}_t[{log}_old[7:0]] + {lag} <= $time) {log}_old = {log}_old + 32'd1;
       if (^{port} === 1'bx) tb_fail("{side} level is X or Z");
       note_check;
       if ({lvl} + {low} || {lvl} + {high}) begin
-        $sformat(msg, "{side} level %0d outside %0d-%0d: the fill (%0d written, %0d read) over the last %0d ps of {other}s",
+        $sformat(msg, "{fmt}",
                  {port}, {bound_lo}, {bound_hi}, written, read_n, {lag});
         tb_fail(msg);
       end
@@ -427,6 +429,10 @@ def testbench_text(p: FifoParams) -> str:
     conns += [f".{n[e]}({e})" for e in EXTRAS if e in p.extras]
     conn_text = ",\n    ".join(conns)
     has = {e: ("1'b1" if e in p.extras else "1'b0") for e in EXTRAS}
+    level_w = _level_check(aw, "write", "wlevel", "HAS_WLEVEL", "rd", "read_n", "lag_w", "read",
+                           "read_n < wr_prev", "rd_old > written", "wr_prev - read_n", "written - rd_old")
+    level_r = _level_check(aw, "read", "level", "HAS_LEVEL && seeded", "wr", "written", "lag_r", "write",
+                           "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev")
     return f"""// Testbench of FIFO variant {p.id} (hidden from the agent); cdc_env.fifo.generator wrote it.
 // Stimulus: once both resets are released, the writer offers a word on each clk_a cycle with
 // probability wr_pct percent (a plusarg); the words are a keyed hash of their index.
@@ -504,8 +510,7 @@ module fifo_tb;
     end
     seeded = 1'b1;
     fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
-{_level_check(aw, "write", "wlevel", "HAS_WLEVEL", "rd", "read_n", "lag_w", "read", "read_n < wr_prev",
-              "rd_old > written", "wr_prev - read_n", "written - rd_old")}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
+{level_w}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
       if (!full_on) t_full = $time;
       full_on = 1'b1;
@@ -559,8 +564,7 @@ module fifo_tb;
         tb_fail(msg);
       end
     end
-{_level_check(aw, "read", "level", "HAS_LEVEL && seeded", "wr", "written", "lag_r", "write",
-              "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev")}    rd_prev = read_n;
+{level_r}    rd_prev = read_n;
     if (written - read_n < BURST) t_progress = $time;
     if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
       $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);
