@@ -59,3 +59,29 @@ def test_edges_never_coincide_exhaustively():
         a = set(range(p.ofs_a, horizon, p.half_a))
         b = set(range(p.ofs_b, horizon, p.half_b))
         assert not a & b
+
+
+def test_clock_corners_are_a_fixed_share_of_hidden_seeds():
+    """Every CORNER_SHARE-th hidden seed runs at a clock corner: an exact ratio (1:1, 2:1, 3:2,
+    another integer) or an extreme of the range, half of them with first edges 2 ps apart;
+    visible seeds never do, and no two edges ever coincide."""
+    from cdc_env.sim.seeds import CORNER_SHARE, is_corner
+
+    for tid in ("handshake", "event", "fifo_01"):
+        t = load_task(tid)
+        hs = hidden_seeds(t)
+        corners = [s for s in hs if is_corner(t, s)]
+        assert len(corners) == len(hs) // CORNER_SHARE
+        assert sum(is_corner(t, s) for s in hs[:32]) == 32 // CORNER_SHARE
+        assert not any(is_corner(t, s) for s in t.seeds.visible)
+        plans = [plan_seed(t, s) for s in corners]
+        exact = [p for p in plans if max(p.half_a, p.half_b) * 2 % min(p.half_a, p.half_b) == 0]
+        assert len(exact) >= len(plans) // 2
+        assert any(p.half_a == p.half_b for p in plans)
+        assert any(abs(p.ofs_a - p.ofs_b) == 2 for p in plans)
+        for p in plans:
+            assert p.ofs_a % 4 == 1 and p.ofs_b % 4 == 3 and p.half_a % 4 == 0 and p.half_b % 4 == 0
+            assert t.seeds.ratio_min - 0.01 <= p.ratio <= t.seeds.ratio_max + 0.01
+        # the corner replaces the clocks only: stimulus and settling keys are the seed's own
+        others = [s for s in hs if not is_corner(t, s)]
+        assert len({plan_seed(t, s).ratio for s in others}) > len(others) // 2

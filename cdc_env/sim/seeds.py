@@ -8,6 +8,18 @@ from PRNGs written in Verilog keyed by those values, so every simulator makes th
 PRNG: SplitMix64 (Steele, Lea, Flood 2014), seeded with 64-bit FNV-1a of the key parts joined
 by '|'. Every derived value is an integer; no floating point reaches the simulator.
 
+Clock corners (hidden seeds only): ratios and phases are otherwise drawn from continuous ranges,
+which almost never hit an exact ratio with aligned edges, where designs that depend on aliasing
+fail. So every CORNER_SHARE-th seed of the task's fixed hidden-seed list (the 10th, 20th, ...:
+exactly 10%, and 3 of the first 32) is a corner, fixed by the seed; the corner is drawn from a
+stream of its own, keyed by task and seed, so the other seeds' plans do not move. Its clocks are
+replaced by one of five kinds, equally likely -- exactly 1:1, exactly 2:1, exactly 3:2, another
+exact integer ratio within the task's range, or one of the range's two extremes -- and, on half
+of the corners, a phase near zero (the two clocks' first edges 2 ps apart, the least that keeps
+edges apart, so at an exact ratio every edge of the slow clock falls 2 ps from one of the fast
+clock's). Corners keep the task's fast side and range; the stimulus and settling keys are the
+seed's own.
+
 Timing rules (no coincident clock edges, so event order never depends on the simulator):
 all times are integer picoseconds; half periods are multiples of 4; every clk_a edge falls at a
 time = 1 (mod 4) and every clk_b edge at 3 (mod 4); resets assert (at 2 ps, before the first
@@ -98,6 +110,44 @@ def _ratio(cfg, rng: Prng) -> float:
 
 
 HIDDEN_BASE = 1000  # every hidden seed is >= HIDDEN_BASE; visible seeds are chosen below it
+CORNER_SHARE = 10  # every CORNER_SHARE-th hidden seed (10%) runs at a clock corner
+
+
+def _corner(cfg, rng: Prng) -> tuple[int, int, bool]:
+    """A clock corner's (slow half period, fast half period, phase near zero), in ps."""
+    lo, hi = cfg.ratio_min, cfg.ratio_max
+    ints = [r for r in range(3, int(hi) + 1) if r >= lo]
+    kind = rng.below(5)
+    if kind == 0 and lo <= 1.0:
+        p, q = 1, 1
+    elif kind == 1 and lo <= 2.0 <= hi:
+        p, q = 2, 1
+    elif kind == 2 and lo <= 1.5 <= hi:
+        p, q = 3, 2
+    elif kind == 3 and ints:
+        p, q = ints[rng.below(len(ints))], 1
+    else:  # an extreme of the range (also when the kind drawn is outside it)
+        p, q = (None, 1)
+    h_fast = FAST_HALF_MIN + 4 * q * rng.below(FAST_HALF_STEPS // q)  # a multiple of 4q
+    if p is None:
+        ratio = lo if rng.below(2) == 0 else hi
+        h_slow = max(h_fast, 4 * round(h_fast * ratio / 4))
+    else:
+        h_slow = h_fast * p // q
+    return h_slow, h_fast, rng.below(2) == 0
+
+
+_CORNERS: dict[tuple, frozenset[int]] = {}
+
+
+def is_corner(task: Task, seed: int) -> bool:
+    """A hidden seed that runs at a clock corner: every CORNER_SHARE-th seed of the task's hidden
+    list (see the module docstring)."""
+    key = (task.id, task.seeds.hidden_count, tuple(task.seeds.visible))
+    if key not in _CORNERS:
+        hs = hidden_seeds(task)
+        _CORNERS[key] = frozenset(hs[CORNER_SHARE - 1::CORNER_SHARE])
+    return seed in _CORNERS[key]
 
 
 def is_hidden(task: Task, seed: int) -> bool:
@@ -120,10 +170,16 @@ def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> Se
     fast = cfg.fast if cfg.fast != "either" else ("a" if rng.below(2) == 0 else "b")
     h_fast = FAST_HALF_MIN + 4 * rng.below(FAST_HALF_STEPS)
     h_slow = max(h_fast, 4 * round(h_fast * ratio / 4))
+    near_zero = False
+    if is_corner(task, seed):
+        crng = Prng("cdc-corner-v1", task.id, seed)
+        h_slow, h_fast, near_zero = _corner(cfg, crng)
     half_a, half_b = (h_fast, h_slow) if fast == "a" else (h_slow, h_fast)
     # = 1 (mod 4), within the first period, and after the testbench's reset assertion at 2 ps
     ofs_a = 5 + 4 * rng.below(half_a // 2 - 1)
     ofs_b = 3 + 4 * rng.below(half_b // 2)  # = 3 (mod 4)
+    if near_zero:  # first edges 2 ps apart (either order)
+        ofs_b = ofs_a + 2 if ofs_b % 8 == 3 else ofs_a - 2
     run = max(ofs_a, ofs_b) + cfg.run_slow_cycles * 2 * h_slow
     t_end = run + (-run % 4)  # = 0 (mod 4): no edge at the end
     stim_key = rng.next() & 0xFFFFFFFF
