@@ -10,8 +10,8 @@ by '|'. Every derived value is an integer; no floating point reaches the simulat
 
 Timing rules (no coincident clock edges, so event order never depends on the simulator):
 all times are integer picoseconds; half periods are multiples of 4; every clk_a edge falls at a
-time = 1 (mod 4) and every clk_b edge at 3 (mod 4); resets release and the run stops at even
-times.
+time = 1 (mod 4) and every clk_b edge at 3 (mod 4); resets assert (at 2 ps, before the first
+edge of either clock: ofs_a >= 5, ofs_b >= 3) and release, and the run stops, at even times.
 """
 
 from __future__ import annotations
@@ -121,7 +121,8 @@ def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> Se
     h_fast = FAST_HALF_MIN + 4 * rng.below(FAST_HALF_STEPS)
     h_slow = max(h_fast, 4 * round(h_fast * ratio / 4))
     half_a, half_b = (h_fast, h_slow) if fast == "a" else (h_slow, h_fast)
-    ofs_a = 1 + 4 * rng.below(half_a // 2)  # = 1 (mod 4), within the first period
+    # = 1 (mod 4), within the first period, and after the testbench's reset assertion at 2 ps
+    ofs_a = 5 + 4 * rng.below(half_a // 2 - 1)
     ofs_b = 3 + 4 * rng.below(half_b // 2)  # = 3 (mod 4)
     run = max(ofs_a, ofs_b) + cfg.run_slow_cycles * 2 * h_slow
     t_end = run + (-run % 4)  # = 0 (mod 4): no edge at the end

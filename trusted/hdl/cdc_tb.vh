@@ -2,7 +2,15 @@
 // testbench module). It owns everything the verdict depends on:
 //   * two clocks from plusargs, in integer picoseconds, arranged so that no two edges ever
 //     coincide: every clk_a edge falls at a time = 1 (mod 4), every clk_b edge at 3 (mod 4),
-//     resets release and the run stops at even times;
+//     resets assert and release and the run stops at even times;
+//   * the reset sequence (tasks/common/CONTRACT.md, "Reset sequence"): both resets start high,
+//     fall together at t = T_RST_ASSERT (2 ps, before any clock edge: ofs_a, ofs_b >= 3), so
+//     every asynchronous-reset flop sees a real assertion edge at once, and each rises half a
+//     period (+1 ps) after the first rising edge of its own clock at or after the later of the
+//     two clocks' fourth rising edges. Each domain is thus held in reset for at least 4 edges of
+//     its own clock, and no domain leaves reset before the other has had 4 edges in reset, so
+//     every flop of both domains (asynchronous or synchronous reset) is known before either
+//     side runs;
 //   * the verdict, handed to trusted code outside the Verilog that holds the run's nonce;
 //   * the trace hash (FNV-1a over 64-bit words; fold() is called by the task's monitors);
 //   * the check counter -- a run that checked nothing fails;
@@ -20,9 +28,15 @@
 
   reg        clk_a = 1'b0;
   reg        clk_b = 1'b0;
-  reg        rst_an = 1'b0;
-  reg        rst_bn = 1'b0;
+  // Resets start deasserted and fall at T_RST_ASSERT: a real negedge, the same on both
+  // simulators (a reset held low from time 0 has no edge, and an asynchronous-reset flop then
+  // stays X until its first clock edge).
+  localparam [63:0] T_RST_ASSERT = 64'd2;
+  localparam [63:0] RST_EDGES = 64'd4;  // rising edges of each clock before either reset releases
+  reg        rst_an = 1'b1;
+  reg        rst_bn = 1'b1;
   reg [63:0] half_a, half_b, ofs_a, ofs_b, t_end;
+  reg [63:0] t_known, t_rel_a, t_rel_b;
   // stim_key is set by its declaration (static initialisation runs before every initial block in
   // both simulators), so a testbench's own initial block may read it at time 0 without racing
   // the initial block below -- Verilator and Icarus order initial blocks differently.
@@ -150,6 +164,16 @@
     end
   endfunction
 
+  // Reset release of a clock with first edge ofs and half period half: half a period (+1 ps, an
+  // even time no edge shares) after its first rising edge at or after t_known.
+  function [63:0] rst_release(input [63:0] ofs, input [63:0] half, input [63:0] t_known_i);
+    reg [63:0] k;
+    begin
+      k = (t_known_i - ofs + 2 * half - 1) / (2 * half);
+      rst_release = ofs + 2 * half * k + half / 2 + 1;
+    end
+  endfunction
+
   initial begin
     if (!$value$plusargs("half_a=%d", half_a) ||
         !$value$plusargs("half_b=%d", half_b) || !$value$plusargs("ofs_a=%d", ofs_a) ||
@@ -158,14 +182,25 @@
       $display("CDCV-SETUP-ERROR missing plusarg");
       $finish;
     end
+    if (ofs_a <= T_RST_ASSERT || ofs_b <= T_RST_ASSERT) begin
+      $display("CDCV-SETUP-ERROR a clock's first edge is not after the reset assertion");
+      $finish;
+    end
+    // Both clocks' RST_EDGES-th rising edges (at ofs + 2*half*k, k = 0, 1, ...); the later one.
+    t_rel_a = ofs_a + 2 * half_a * (RST_EDGES - 1);
+    t_rel_b = ofs_b + 2 * half_b * (RST_EDGES - 1);
+    t_known = (t_rel_a > t_rel_b) ? t_rel_a : t_rel_b;
+    t_rel_a = rst_release(ofs_a, half_a, t_known);
+    t_rel_b = rst_release(ofs_b, half_b, t_known);
     gray_check_on = 1'b0;
     if ($value$plusargs("cdc_gray_check=%d", gray_bits)) gray_check_on = (gray_bits != 32'd0);
     gray_bits = 32'd0;
     fork
       begin #(ofs_a); forever begin clk_a = 1'b1; #(half_a); clk_a = 1'b0; #(half_a); end end
       begin #(ofs_b); forever begin clk_b = 1'b1; #(half_b); clk_b = 1'b0; #(half_b); end end
-      begin #(ofs_a + 6 * half_a + half_a / 2 + 1); rst_an = 1'b1; end
-      begin #(ofs_b + 6 * half_b + half_b / 2 + 1); rst_bn = 1'b1; end
+      begin #(T_RST_ASSERT); rst_an = 1'b0; rst_bn = 1'b0; end
+      begin #(t_rel_a); rst_an = 1'b1; end
+      begin #(t_rel_b); rst_bn = 1'b1; end
       begin
         #(t_end);
         final_check;
