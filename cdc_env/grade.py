@@ -267,7 +267,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
             stage_seeds.append(("hidden", hidden_for(task, hidden)))
         stage_seeds = [(n, s) for n, s in stage_seeds if f"stage:{n}" not in disable]
         for name, seeds in stage_seeds:
-            run = run_stage(simulator, b, task, seeds, settle=settle, design_text=netlist, batch=batch,
+            run = run_stage(simulator, b, task, seeds, settle=settle, design_text=allowed.text, batch=batch,
                             sandbox=sandbox, jobs=jobs, progress=progress, stage=name,
                             limits=seed_limits, policy=policy)
             cost["child_cpu"] += run.cpu_s

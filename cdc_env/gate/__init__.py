@@ -258,3 +258,16 @@ def _in_child(fn, job) -> tuple[dict | None, float, str]:
         return json.loads(b"".join(chunks).decode("utf-8")), cpu, ""
     except (ValueError, UnicodeDecodeError):
         return None, cpu, f"the gate's analysis exited with status {os.WEXITSTATUS(status)} and no result"
+
+
+def synthesized(task: Task, text: str) -> tuple[dict[str, str], str]:
+    """The files a simulator builds for ``text`` as the editable file: the synthesized netlist (in
+    place of the editable file and the read-only sources), and the netlist text. For tools that
+    simulate a task's own designs (gate-tasks, parity); raises CdcError if it does not synthesize."""
+    from ..errors import CdcError  # noqa: PLC0415
+
+    g = run_gate(task, task.files(text), rules=False)
+    if g.netlist is None:
+        why = g.findings[0]["message"] if g.findings else g.detail
+        raise CdcError(f"task {task.id}: the design does not synthesize: {why}")
+    return {task.editable: g.netlist["verilog"]}, g.netlist["verilog"]

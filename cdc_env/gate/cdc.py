@@ -442,6 +442,72 @@ def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, ce
     return out
 
 
+def flop_classes(a: Analysis) -> dict[int, int]:
+    """Q bit -> class id, with two bits in one class when they always hold the same value: the
+    same kind of flop on the same clock and reset, and next-state functions that are the same
+    logic once equivalent flops are taken as one (partition refinement from the coarsest
+    partition, so registers with the same next-state loop -- two toggles of one request -- fall in
+    one class, which opt_merge alone cannot see)."""
+    net = a.net
+    bits: list[tuple[str, int, int]] = []  # (cell, index, Q bit)
+    for cell, dom in a.cell_dom.items():
+        if dom is None or net.type(cell) not in FLOPS:
+            continue
+        for i, qb in enumerate(net.conn(cell, "Q")):
+            if isinstance(qb, int):
+                bits.append((cell, i, qb))
+    if not bits:
+        return {}
+
+    def base(cell: str, i: int) -> tuple:
+        c = net.cells[cell]
+        prm = c.get("parameters", {})
+        vals = tuple(str(v)[-1 - i] if k.endswith("_VALUE") and len(str(v)) > i else v
+                     for k, v in sorted(prm.items()) if k != "WIDTH")
+        ctl = tuple((p, tuple(net.conn(cell, p))) for p in ("CLK", "ARST", "SRST", "ALOAD", "SET", "CLR")
+                    if p in c.get("connections", {}))
+        return (c["type"], vals, ctl)
+
+    cls = {qb: hash(base(cell, i)) for cell, i, qb in bits}
+    count = len(set(cls.values()))
+    for _round in range(64):
+        memo: dict = {}
+
+        def h(b, depth: int = 0) -> int:
+            if not isinstance(b, int):
+                return hash(("c", b))
+            if b in cls:
+                return hash(("q", cls[b]))
+            if b in memo:
+                return memo[b]
+            drv = net.driver.get(b)
+            if drv is None or drv[0] == "<port>" or net.type(drv[0]) in PRIM_OUT or depth > 200 \
+                    or drv[0] in a.cell_dom:
+                v = hash(("b", b))
+            else:
+                memo[b] = hash(("loop", b))
+                cell, port, idx = drv
+                c = net.cells[cell]
+                dirs = c.get("port_directions", {})
+                ins = tuple((p, tuple(h(x, depth + 1) for x in xs)) for p, xs in sorted(c["connections"].items())
+                            if dirs.get(p) != "output")
+                v = hash((c["type"], tuple(sorted(c.get("parameters", {}).items())), port, idx, ins))
+            memo[b] = v
+            return v
+
+        new = {}
+        for cell, i, qb in bits:
+            data = tuple(h(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
+                         for p in ("D", "AD", "EN") if (x := net.conn(cell, p)))
+            new[qb] = hash((cls[qb], data))
+        n = len(set(new.values()))
+        cls = new
+        if n == count:
+            break
+        count = n
+    return cls
+
+
 def _copied_by_flop(a: Analysis, cell: str, dom: str) -> bool:
     net = a.net
     for qb in net.conn(cell, "Q"):
@@ -516,7 +582,9 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                                    f"{doms[0]}: nothing crosses; remove it", file=file, line=line))
             else:
                 key = tuple(net.conn(cell, "pulse_i"))
-                by_dest[doms[1]].setdefault(("pulse", key), []).append((cell, 0))
+                for i, b in enumerate(key):
+                    if isinstance(b, int):
+                        by_dest[doms[1]].setdefault(b, []).append((cell, i))
                 crossings.append({"primitive": cell, "type": t, "from": doms[0], "to": doms[1],
                                   "bit": net.name(key[0]) if key else "?"})
                 for b in key:
@@ -540,13 +608,20 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             for ports_, dom in ((("we_i", "waddr_i", "wdata_i"), doms[0]), (("raddr_i",), doms[1])):
                 for p in ports_:
                     out.extend(_cone_violation(a, net.conn(cell, p), dom, f"cdc_ram '{cell}' {p}", cell, sync_srcs))
-    # Redundancy: one source bit (or one pulse input) into one domain through two primitives.
+    # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
+    # of equivalent registers counting as one.
+    classes = flop_classes(a)
     for dst, srcs in by_dest.items():
+        merged: dict = {}
         for src, uses in srcs.items():
+            key = ("cls", classes[src]) if src in classes else src
+            rep, acc = merged.setdefault(key, (src, []))
+            acc.extend(uses)
+        for src, uses in merged.values():
             if len(uses) > 1:
                 cells = sorted({c for c, _ in uses})
                 file, line = net.where(cells[-1])
-                what = "pulse input" if isinstance(src, tuple) else f"bit '{net.name(src)}'"
+                what = f"bit '{net.name(src)}'"
                 out.append(finding("CDC-REDUNDANT", f"the same {what} crosses into domain {dst} through "
                                    f"{len(uses)} synchronizer bits ({', '.join(cells)}); their late choices "
                                    "are independent, so the copies can disagree -- synchronize each source "

@@ -31,25 +31,27 @@ from .frontend import SLANG_MACROS
 from .rules import finding
 
 # The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
-# (tests/test_gate_synth.py compares them), no bodies.
+# (tests/test_gate_synth.py compares them), no bodies. ``keep``: an instance whose output is unused
+# stays in the netlist, so the rules judge every primitive the design instantiates.
 PRIMITIVE_STUBS = """\
-(* blackbox *) module cdc_sync_bus #(parameter integer WIDTH = 1) (
+(* blackbox, keep *) module cdc_sync_bus #(parameter integer WIDTH = 1) (
   input wire clk_i, input wire rst_ni, input wire [WIDTH-1:0] d_i, output wire [WIDTH-1:0] q_o);
 endmodule
-(* blackbox *) module cdc_sync_bit (
+(* blackbox, keep *) module cdc_sync_bit (
   input wire clk_i, input wire rst_ni, input wire d_i, output wire q_o);
 endmodule
-(* blackbox *) module cdc_sync_pulse (
+(* blackbox, keep *) module cdc_sync_pulse (
   input wire src_clk_i, input wire src_rst_ni, input wire pulse_i,
   input wire dst_clk_i, input wire dst_rst_ni, output wire pulse_o);
 endmodule
-(* blackbox *) module cdc_ram #(parameter integer WIDTH = 8, parameter integer AW = 4) (
+(* blackbox, keep *) module cdc_ram #(parameter integer WIDTH = 8, parameter integer AW = 4) (
   input wire wclk_i, input wire we_i, input wire [AW-1:0] waddr_i, input wire [WIDTH-1:0] wdata_i,
   input wire rclk_i, input wire [AW-1:0] raddr_i, output wire [WIDTH-1:0] rdata_o);
 endmodule
 """
 PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram")
 STUB_NAME = "cdc_primitives_stub.v"
+HIERREF_DIAGS = {"UndeclaredIdentifier", "CouldNotResolveHierarchicalPath"}
 NAME_MAX = 100  # longer instance names are shortened (with a hash) before they reach %m
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_]")
@@ -140,9 +142,7 @@ def failure(workdir: Path, editable: str, why: str) -> list[dict]:
     workdir = Path(workdir)
     errors = _diagnostics(workdir, "error")
     if errors:
-        return [finding("GATE-PARSE", f"{e['message']} -- fix the code so it compiles",
-                        file=e["file"] if e["file"] != STUB_NAME else editable, line=e["line"])
-                for e in errors[:20]]
+        return [_parse_finding(workdir, e, editable) for e in errors[:20]]
     out = []
     try:
         lines = (workdir / "yosys.log").read_text(encoding="utf-8", errors="replace").splitlines()
@@ -158,6 +158,26 @@ def failure(workdir: Path, editable: str, why: str) -> list[dict]:
         out.append(finding("GATE-SYNTH", f"synthesis of the design failed ({why}); the grader runs only "
                            "what synthesizes -- simplify the construct it stopped on", file=editable))
     return out[:20]
+
+
+def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
+    """A front-end error as a finding: a name that does not resolve and is followed by a dot is a
+    hierarchical reference (up into the testbench, say), refused as such; the rest is GATE-PARSE."""
+    file = e["file"] if e["file"] != STUB_NAME else editable
+    if e["code"] == "<user-diag>":  # Yosys's slang frontend: valid code it cannot synthesize
+        return finding("GATE-SYNTH", f"synthesis refused the design: {e['message']}; the grader runs only "
+                       "what synthesizes -- rewrite it as plain RTL", file=file, line=e["line"])
+    if e["code"] in HIERREF_DIAGS and e["file"] and e["line"]:
+        name = re.search(r"'([^']+)'", e["message"])
+        try:
+            text = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+        except (OSError, IndexError, ValueError):
+            text = ""
+        if name and re.search(re.escape(name.group(1)) + r"\s*\.", text):
+            return finding("POL-HIERREF", f"'{name.group(1)}' starts a hierarchical reference that does not "
+                           "resolve in the design; a design may use only its own ports and signals",
+                           file=file, line=e["line"])
+    return finding("GATE-PARSE", f"{e['message']} -- fix the code so it compiles", file=file, line=e["line"])
 
 
 def netlist_hash(verilog: str) -> str:
