@@ -185,3 +185,22 @@ def test_findings_name_source_lines_of_the_editable_file():
     (f,) = [f for f in res.findings if f["rule"] == "CDC-SRCLOGIC"]
     line = REF.splitlines().index(REQ) + 1
     assert f["file"] == HS.editable and f["line"] == line
+
+
+# ----- the simulated file is the netlist -----
+def test_a_grade_simulates_the_netlist_not_the_submitted_text(tmp_path):
+    from cdc_env.grade import grade, sha256
+    from cdc_env.sim import get_simulator
+
+    if not get_simulator("icarus").available():
+        pytest.skip("Icarus is not installed")
+    # A comment and a `timescale the netlist drops: the submitted text is not what is built.
+    text = "`timescale 1ns/1ps\n// marker-comment-not-in-the-netlist\n" + REF
+    r = grade(HS, text, sim="icarus", hidden=0, keep_dir=tmp_path, disable={"stage:visible"})
+    assert r["verdict"] == "pass", r["reason"]
+    built = [p for p in tmp_path.rglob(HS.editable) if p.parent.name == "design"]
+    assert len(built) == 1
+    staged = built[0].read_text(encoding="utf-8")
+    assert "marker-comment-not-in-the-netlist" not in staged and "`timescale" not in staged
+    assert sha256(staged) == r["netlist"]["sha256"] == gate(text).netlist["sha256"]
+    assert r["netlist"]["flops"] == 5 and r["netlist"]["cells"] > 0

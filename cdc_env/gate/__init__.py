@@ -94,6 +94,7 @@ def task_profile(task: Task) -> TaskProfile:
     for name, p in fe.parses.items():
         for _kind, unit, _loc in policy.unit_names(p):
             reserved.setdefault(unit, name)
+    _preload()
     with tempfile.TemporaryDirectory(prefix="cdc-gate-learn-") as tmp:
         job = _job(task, task.files(defective), reserved, None, tmp)
         payload, _cpu, detail = _in_child(analysis.learn, job)
@@ -105,6 +106,12 @@ def task_profile(task: Task) -> TaskProfile:
                       data_outputs=frozenset(payload["data_outputs"]), storage=storage)
     _PROFILES[key] = TaskProfile(reserved=reserved, ports=ports)
     return _PROFILES[key]
+
+
+def _preload() -> None:
+    """Import Yosys in this process once, so that each forked child starts with it loaded (the
+    import costs more than a synthesis; pyslang is already loaded by analysis)."""
+    from pyosys import libyosys  # noqa: F401, PLC0415
 
 
 def _job(task: Task, design: dict[str, str], reserved: dict[str, str], ports, workdir: str,
@@ -156,6 +163,7 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
         fs = [finding("GATE-INPUT", p, file=n) for n, p in problems]
         return GateResult("refused", fs, detail=problems[0][1])
     profile = task_profile(task)
+    _preload()
     with tempfile.TemporaryDirectory(prefix="cdc-gate-") as tmp:
         job = _job(task, design, profile.reserved, profile.ports, tmp, rules)
         if isolate and hasattr(os, "fork"):

@@ -720,8 +720,17 @@ def summary(a: Analysis, prims: dict, crossings: list) -> dict:
         "flops_per_domain": dict(sorted(flops.items())),
         "primitives": [{"name": c, "type": t, **{k: _int(v) for k, v in net.cells[c].get("parameters", {}).items()}}
                        for c, t in sorted(prims.items())],
-        "crossings": crossings,
+        "crossings": _grouped(crossings),
     }
+
+
+def _grouped(crossings: list) -> list:
+    """One entry per primitive, with the source bits it carries."""
+    out: dict = {}
+    for c in crossings:
+        e = out.setdefault(c["primitive"], {k: c[k] for k in ("primitive", "type", "from", "to")} | {"bits": []})
+        e["bits"].append(c["bit"])
+    return list(out.values())
 
 
 def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str]) -> Ports:
