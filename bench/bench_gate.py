@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['wall_max_s']} | {r['cpu_median_s']} | {r['cpu_max_s']} |")
         worst_wall = max(r["wall_max_s"] for r in rows)
         worst_cpu = max(r["cpu_max_s"] for r in rows)
-        print(f"\nworst wall {worst_wall} s, worst CPU {worst_cpu} s per submission; target <= {TARGET_S} CPU-s: "
+        print(f"\nworst wall {worst_wall} s, worst CPU {worst_cpu} s per submission; target <= "
+              f"{TARGET_S} CPU-s: "
               f"{'met' if worst_cpu <= TARGET_S else 'NOT met'}")
     return 0 if all(r["status"] == "pass" or r["status"].startswith("case:") for r in rows) else 1
 

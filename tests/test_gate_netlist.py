@@ -47,7 +47,8 @@ def test_the_netlist_is_what_the_gate_passes_and_it_keeps_primitive_parameters()
     text = res.netlist["verilog"]
     assert "module async_fifo(" in text and "u_storage" in text and ".WIDTH(32'd5)" in text
     assert ".AW(32'd4)" in text and "always" in text
-    assert res.netlist["flops"] == res.summary["flops"] and res.summary["flops_per_domain"] == {"a": 10, "b": 30}
+    assert res.netlist["flops"] == res.summary["flops"]
+    assert res.summary["flops_per_domain"] == {"a": 10, "b": 30}
     assert {p["name"] for p in res.summary["primitives"]} == {"u_storage", "u_wr_ptr_sync", "u_rd_ptr_sync"}
     assert synthesized(FIFO, FIFO.reference_text)[0] == {FIFO.editable: text}
 
@@ -58,7 +59,8 @@ def test_primitive_instance_names_become_plain_identifiers():
     long = plain_name("a." * 80)
     assert len(long) <= 100 and re.fullmatch(r"\w+", long)
     text = REF.replace(REQ, "  wire [0:0] rq;\n  assign req_s = rq[0];\n"
-                       "  cdc_sync_bit u_arr[0:0] (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(rq));")
+                       "  cdc_sync_bit u_arr[0:0] (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), "
+                       ".q_o(rq));")
     res = gate(text)
     assert res.status == "pass", res.findings
     assert "cdc_sync_bit u_arr_0_ (" in res.netlist["verilog"] and "\\u_arr" not in res.netlist["verilog"]
@@ -67,7 +69,8 @@ def test_primitive_instance_names_become_plain_identifiers():
 @pytest.mark.parametrize("edit", [
     lambda t: "`timescale 1ns/1ps\n" + t,
     lambda t: t.replace("module hs_top", "(* keep_hierarchy *) module hs_top"),
-    lambda t: t.replace("  reg  req_q;", "  (* async_reg = \"true\" *) reg  req_q;  // verilator lint_off UNUSED"),
+    lambda t: t.replace("  reg  req_q;", "  (* async_reg = \"true\" *) reg  req_q;  // verilator "
+                                         "lint_off UNUSED"),
     lambda t: "package hs_pkg; localparam int W = 1; endpackage\n" + t,
     lambda t: t.replace(REQ, REQ.replace("req_q", "req_late") + "\n  wire req_late = req_q;"),
 ], ids=["timescale", "attribute", "lint-waiver", "package", "use-before-declare"])
@@ -85,7 +88,8 @@ def test_invalid_literals_are_compile_errors_with_the_line():
 
 # ----- CDC-REDUNDANT at bit level -----
 def test_one_bit_through_24_synchronizers_ored_is_redundant():
-    fan = "\n".join(f"  wire r{i};\n  cdc_sync_bit u_r{i} (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(r{i}));"
+    fan = "\n".join(f"  wire r{i};\n  cdc_sync_bit u_r{i} (.clk_i(clk_b_i), .rst_ni(rst_b_ni), "
+                    f".d_i(req_q), .q_o(r{i}));"
                     for i in range(24))
     text = REF.replace(REQ, fan + "\n  assign req_s = " + " | ".join(f"r{i}" for i in range(24)) + ";")
     assert "CDC-REDUNDANT" in rules(text)
@@ -98,7 +102,8 @@ def test_registers_with_the_same_next_state_are_one_net_and_redundant():
     else if (!busy_q && start_i) req2_q <= ~req2_q;
 """
     text = REF.replace(REQ, twin + "  wire req_s2;\n" + REQ +
-                       "\n  cdc_sync_bit u_req2 (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req2_q), .q_o(req_s2));")
+                       "\n  cdc_sync_bit u_req2 (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req2_q), "
+                       ".q_o(req_s2));")
     text = text.replace("if (req_s != seen_q)", "if (req_s != seen_q && req_s2 != seen_q)")
     if "req_s2 != seen_q" not in text:
         pytest.skip("the reference fix no longer has this comparison")
@@ -137,7 +142,8 @@ def test_cdc_ram_read_data_reaching_control_is_refused(use):
 
 
 def test_cdc_ram_read_data_on_a_status_output_is_refused():
-    text = FIFO.reference_text.replace("assign rd_busy_o = (burst_left_q != 0);", "assign rd_busy_o = storage_rdata[0];")
+    text = FIFO.reference_text.replace("assign rd_busy_o = (burst_left_q != 0);", "assign rd_busy_o = "
+                                                                                  "storage_rdata[0];")
     assert "CDC-MEM" in rules(text, FIFO)
 
 
@@ -165,7 +171,8 @@ def test_a_latch_is_refused():
 def test_a_derived_clock_is_refused():
     extra = "  reg div_q, slow_q;\n  always @(posedge clk_a_i) div_q <= ~div_q;\n" \
             "  always @(posedge div_q) slow_q <= start_i;\n"
-    text = REF.replace(ANCHOR, extra + ANCHOR).replace("assign ready_o = !busy_q;", "assign ready_o = !busy_q | slow_q;")
+    text = REF.replace(ANCHOR, extra + ANCHOR).replace("assign ready_o = !busy_q;", "assign ready_o = "
+                                                                                    "!busy_q | slow_q;")
     assert "CDC-CLOCK" in rules(text)
 
 

@@ -57,7 +57,8 @@ def _print_netlist(n: dict) -> None:
         params = ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("name", "type"))
         print(f"  primitive {p['name']}: {p['type']}" + (f" #({params})" if params else ""))
     for c in s.get("crossings", []):
-        print(f"  crossing {c['from']} -> {c['to']} through {c['primitive']} ({c['type']}): {', '.join(c['bits'])}")
+        print(f"  crossing {c['from']} -> {c['to']} through {c['primitive']} ({c['type']}): "
+              f"{', '.join(c['bits'])}")
     print("--- netlist (what a grade simulates) ---")
     print(n["verilog"].rstrip())
     print("---")

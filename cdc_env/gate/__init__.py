@@ -32,6 +32,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import paths
 from ..task import Task
@@ -98,6 +99,10 @@ def task_profile(task: Task) -> TaskProfile:
     with tempfile.TemporaryDirectory(prefix="cdc-gate-learn-") as tmp:
         job = _job(task, task.files(defective), reserved, None, tmp)
         payload, _cpu, detail = _in_child(analysis.learn, job)
+        if payload is None:
+            from . import synth  # noqa: PLC0415
+
+            detail = "; ".join(f["message"] for f in synth.failure(Path(tmp), task.editable, detail)[:3])
     if payload is None or "inputs" not in payload:
         why = detail or (payload or {}).get("error") or (payload or {}).get("limit")
         raise RuntimeError(f"task {task.id}: its own design does not synthesize in the gate: {why}")
@@ -188,7 +193,8 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
     netlist, summary = payload.get("netlist"), payload.get("summary")
     if errors or netlist is None:
         rules_hit = sorted({f["rule"] for f in errors}) or ["GATE-SYNTH"]
-        return GateResult("refused", fs, cpu, f"{len(errors)} finding(s): {', '.join(rules_hit)}", netlist, summary)
+        detail = f"{len(errors)} finding(s): {', '.join(rules_hit)}"
+        return GateResult("refused", fs, cpu, detail, netlist, summary)
     return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)", netlist, summary)
 
 

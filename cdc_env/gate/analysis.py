@@ -71,7 +71,11 @@ def after_exit(job: Job, why: str) -> list[dict]:
         out = json.loads(Path(job.workdir, POLICY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return _dedupe(out + synth.failure(Path(job.workdir), job.editable, why))
+    # Synthesis stopping on a construct the policy already reported says nothing new.
+    seen = {(f["file"], f["line"]) for f in out}
+    fails = [f for f in synth.failure(Path(job.workdir), job.editable, why)
+             if f["rule"] != "GATE-SYNTH" or (f["file"], f["line"]) not in seen]
+    return _dedupe(out + (fails if fails or out else synth.failure(Path(job.workdir), job.editable, why)))
 
 
 def learn(job: Job) -> dict:

@@ -94,7 +94,8 @@ class Netlist:
                     else:
                         n.users[b].append((cname, port, i))
         # Net names for messages: prefer a visible name, then the shortest.
-        ranked = sorted(mod.get("netnames", {}).items(), key=lambda kv: (kv[1].get("hide_name", 0), len(kv[0])))
+        ranked = sorted(mod.get("netnames", {}).items(),
+                        key=lambda kv: (kv[1].get("hide_name", 0), len(kv[0])))
         for name, nn in ranked:
             bits = nn.get("bits", [])
             for i, b in enumerate(bits):
@@ -361,7 +362,8 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
         file, line = net.where(cname)
         if t in LATCHES:
             q = net.conn(cname, "Q")
-            out.append(finding("CDC-CLOCK", f"'{net.name(q[0]) if q else cname}' is a latch or a flop without a "
+            out.append(finding("CDC-CLOCK", f"'{net.name(q[0]) if q else cname}' is a latch or a flop "
+                                            "without a "
                                "clock (a combinational block that does not assign it on every path, or "
                                "a level-sensitive block); assign every signal on every path, or clock it",
                                file=file, line=line))
@@ -373,11 +375,13 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
                                f"({', '.join(sorted(clocks))}); clock every flop by a task clock directly "
                                "(no gated, derived or data clocks)", file=file, line=line))
         elif t in IMPURE:
-            out.append(finding(IMPURE[t], f"the design synthesizes to a {t} cell (a system task, assertion or "
+            out.append(finding(IMPURE[t], f"the design synthesizes to a {t} cell (a system task, "
+                                          "assertion or "
                                "formal construct); remove it -- the design must be plain RTL",
                                file=file, line=line))
         elif not t.startswith("$") and t not in PRIM_OUT:
-            out.append(finding("GATE-SYNTH", f"instance '{cname}' of '{t}' is a black box the grader does not "
+            out.append(finding("GATE-SYNTH", f"instance '{cname}' of '{t}' is a black box the grader "
+                                             "does not "
                                "provide", file=file, line=line))
     for name, nn in net.module.get("netnames", {}).items():
         if "init" in nn.get("attributes", {}) and not nn.get("hide_name", 0):
@@ -389,7 +393,7 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
 
 
 def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, cell: str | None,
-                    sync_srcs: set) -> list[dict]:
+                    sync_srcs: set, rewired: set | None = None) -> list[dict]:
     """Findings for bits of a sink whose cone reaches another domain, a clock or a bad memory."""
     net = a.net
     out = []
@@ -414,20 +418,26 @@ def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, ce
                 reported.add(key)
                 file, line = net.where(cell, b)
                 if isinstance(src, tuple):  # through a memory
-                    out.append(finding("CDC-MEM", f"{what} (domain {dom}) reads memory '{src[1].lstrip(chr(92))}', "
-                                       f"written in domain {val}; storage across domains goes through cdc_ram "
+                    out.append(finding("CDC-MEM", f"{what} (domain {dom}) reads memory "
+                                                  f"'{src[1].lstrip(chr(92))}', "
+                                       f"written in domain {val}; storage across domains goes through "
+                                       "cdc_ram "
                                        "(where the task provides storage) and pointers through synchronizers",
                                        file=file, line=line))
                     continue
                 drv = net.driver.get(src) if src is not None else None
                 sname = net.name(src) if src is not None else "?"
                 if drv is not None and drv[0] != "<port>" and net.type(drv[0]) in PRIM_OUT:
-                    out.append(finding("CDC-REWIRE", f"{REWIRED}: '{sname}', the output of {net.type(drv[0])} "
+                    if rewired is not None:
+                        rewired.add(drv[0])
+                    out.append(finding("CDC-REWIRE", f"{REWIRED}: '{sname}', the output of "
+                                                     f"{net.type(drv[0])} "
                                        f"'{drv[0]}' (synchronized into domain {val}), is used in {what} of "
                                        f"domain {dom}; clock the synchronizer by the domain that uses it",
                                        file=file, line=line))
                 elif src in sync_srcs:
-                    out.append(finding("CDC-BYPASS", f"'{sname}' (domain {val}) crosses through a synchronizer "
+                    out.append(finding("CDC-BYPASS", f"'{sname}' (domain {val}) crosses through a "
+                                                     "synchronizer "
                                        f"and also reaches {what} of domain {dom} raw; use only the "
                                        "synchronized copy", file=file, line=line))
                 elif not path and cell in a.cell_dom and _copied_by_flop(a, cell, dom):
@@ -472,29 +482,7 @@ def flop_classes(a: Analysis) -> dict[int, int]:
     count = len(set(cls.values()))
     for _round in range(64):
         memo: dict = {}
-
-        def h(b, depth: int = 0) -> int:
-            if not isinstance(b, int):
-                return hash(("c", b))
-            if b in cls:
-                return hash(("q", cls[b]))
-            if b in memo:
-                return memo[b]
-            drv = net.driver.get(b)
-            if drv is None or drv[0] == "<port>" or net.type(drv[0]) in PRIM_OUT or depth > 200 \
-                    or drv[0] in a.cell_dom:
-                v = hash(("b", b))
-            else:
-                memo[b] = hash(("loop", b))
-                cell, port, idx = drv
-                c = net.cells[cell]
-                dirs = c.get("port_directions", {})
-                ins = tuple((p, tuple(h(x, depth + 1) for x in xs)) for p, xs in sorted(c["connections"].items())
-                            if dirs.get(p) != "output")
-                v = hash((c["type"], tuple(sorted(c.get("parameters", {}).items())), port, idx, ins))
-            memo[b] = v
-            return v
-
+        h = _BitHash(a, cls, memo)
         new = {}
         for cell, i, qb in bits:
             data = tuple(h(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
@@ -506,6 +494,36 @@ def flop_classes(a: Analysis) -> dict[int, int]:
             break
         count = n
     return cls
+
+
+class _BitHash:
+    """A structural hash of a bit's combinational cone, flops taken by their class."""
+
+    def __init__(self, a: Analysis, cls: dict, memo: dict):
+        self.a, self.cls, self.memo = a, cls, memo
+
+    def __call__(self, b, depth: int = 0) -> int:
+        net, cls, memo = self.a.net, self.cls, self.memo
+        if not isinstance(b, int):
+            return hash(("c", b))
+        if b in cls:
+            return hash(("q", cls[b]))
+        if b in memo:
+            return memo[b]
+        drv = net.driver.get(b)
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) in PRIM_OUT or depth > 200 \
+                or drv[0] in self.a.cell_dom:
+            v = hash(("b", b))
+        else:
+            memo[b] = hash(("loop", b))
+            cell, port, idx = drv
+            c = net.cells[cell]
+            dirs = c.get("port_directions", {})
+            ins = tuple((p, tuple(self(x, depth + 1) for x in xs))
+                        for p, xs in sorted(c["connections"].items()) if dirs.get(p) != "output")
+            v = hash((c["type"], tuple(sorted(c.get("parameters", {}).items())), port, idx, ins))
+        memo[b] = v
+        return v
 
 
 def _copied_by_flop(a: Analysis, cell: str, dom: str) -> bool:
@@ -531,6 +549,8 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     prims = {c: net.type(c) for c in net.cells if net.type(c) in PRIM_OUT}
     # Level synchronizers: their inputs are source flops (collected first: CDC-BYPASS needs them).
     sync_srcs: set = set()
+    same: list[tuple[str, dict]] = []  # CDC-SAME-DOMAIN, unless the primitive is a rewired one
+    rewired: set[str] = set()  # primitives whose output is used in another domain than its clock's
     by_dest: dict[str, dict] = defaultdict(dict)
     crossings = []
     for cell, t in sorted(prims.items()):
@@ -551,7 +571,8 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 if len(rb) != 1 or a.reset_of.get(rb[0]) != dom:
                     out.append(finding("CDC-REWIRE", f"{REWIRED}: {t} '{cell}' has {rst_port} on "
                                        f"'{net.name(rb[0]) if rb else '?'}', not the reset of its clock's "
-                                       f"domain {dom} ({want}); connect {want} directly", file=file, line=line))
+                                       f"domain {dom} ({want}); connect {want} directly",
+                                       file=file, line=line))
         if t in SYNCS and doms[0]:
             dst = doms[0]
             bits = net.conn(cell, "d_i")
@@ -562,20 +583,23 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 if drv is not None and drv[0] in a.cell_dom and net.type(drv[0]) in FLOPS:
                     sdom = a.cell_dom[drv[0]]
                     if sdom == dst:
-                        out.append(finding("CDC-SAME-DOMAIN", f"{t} '{cell}' synchronizes '{net.name(b)}', a "
-                                           f"register of its own destination domain {dst}: nothing crosses; "
-                                           "remove the synchronizer", file=file, line=line))
+                        msg = (f"{t} '{cell}' synchronizes '{net.name(b)}', a register of its own "
+                               f"destination domain {dst}: nothing crosses; remove the synchronizer")
+                        same.append((cell, finding("CDC-SAME-DOMAIN", msg, file=file, line=line)))
                         continue
                     sync_srcs.add(b)
                     by_dest[dst].setdefault(b, []).append((cell, i))
-                    crossings.append({"primitive": cell, "type": t, "from": sdom, "to": dst, "bit": net.name(b)})
+                    crossings.append({"primitive": cell, "type": t, "from": sdom, "to": dst,
+                                      "bit": net.name(b)})
                 else:
+                    prim = drv is not None and drv[0] != "<port>" and net.type(drv[0]) in PRIM_OUT
                     what = ("a top-level input" if drv and drv[0] == "<port>" else
-                            f"the output of {net.type(drv[0])} '{drv[0]}'" if drv and net.type(drv[0]) in PRIM_OUT
+                            f"the output of {net.type(drv[0])} '{drv[0]}'" if prim
                             else "combinational logic" if drv else "undriven")
                     out.append(finding("CDC-SRCLOGIC", f"{t} '{cell}' input d_i[{i}] ('{net.name(b)}') is "
                                        f"{what}, not a register of the source domain; register it in the "
-                                       "source domain and connect the register directly", file=file, line=line))
+                                       "source domain and connect the register directly",
+                                       file=file, line=line))
         elif t == "cdc_sync_pulse" and doms[0] and doms[1]:
             if doms[0] == doms[1]:
                 out.append(finding("CDC-SAME-DOMAIN", f"cdc_sync_pulse '{cell}' has both clocks in domain "
@@ -604,10 +628,12 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                                    f"{doms[0]}: nothing crosses; use a memory of that domain",
                                    file=file, line=line))
             else:
-                crossings.append({"primitive": cell, "type": t, "from": doms[0], "to": doms[1], "bit": "storage"})
+                crossings.append({"primitive": cell, "type": t, "from": doms[0], "to": doms[1],
+                                  "bit": "storage"})
             for ports_, dom in ((("we_i", "waddr_i", "wdata_i"), doms[0]), (("raddr_i",), doms[1])):
                 for p in ports_:
-                    out.extend(_cone_violation(a, net.conn(cell, p), dom, f"cdc_ram '{cell}' {p}", cell, sync_srcs))
+                    out.extend(_cone_violation(a, net.conn(cell, p), dom, f"cdc_ram '{cell}' {p}", cell,
+                                               sync_srcs))
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
     # of equivalent registers counting as one.
     classes = flop_classes(a)
@@ -631,7 +657,9 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
         if dom is None:
             continue
         for p in FLOP_INPUTS:
-            out.extend(_cone_violation(a, net.conn(cell, p), dom, f"'{_flop_name(net, cell)}'", cell, sync_srcs))
+            out.extend(_cone_violation(a, net.conn(cell, p), dom, f"'{_flop_name(net, cell)}'", cell,
+                                       sync_srcs,
+                                       rewired))
     outputs = ports.outputs if ports else {}
     for pname, p in net.module.get("ports", {}).items():
         if p.get("direction") != "output":
@@ -644,7 +672,10 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 out.append(finding("CDC-RAW", f"output '{pname}' combines domains {', '.join(sorted(doms))}; "
                                    "an output belongs to one domain", file=None))
                 continue
-        out.extend(_cone_violation(a, p["bits"], dom, f"output '{pname}'", None, sync_srcs))
+        out.extend(_cone_violation(a, p["bits"], dom, f"output '{pname}'", None, sync_srcs, rewired))
+    # A synchronizer fed from its own clock's domain whose output is used in the other domain is
+    # clocked by the wrong side: that is the rewiring (CDC-REWIRE above), not a same-domain copy.
+    out.extend(f for cell, f in same if cell not in rewired)
     out.extend(_ram_data(a, storage, ports))
     return _dedupe(out), summary(a, prims, crossings)
 
@@ -699,7 +730,8 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
                         f"the {port} input of a register" if t in FLOPS else
                         f"logic ({t[1:]})")
                 file, line = net.where(user, b)
-            findings.append(finding("CDC-MEM", f"cdc_ram '{cell}' read data ('{net.name(b)}') reaches {what}: "
+            findings.append(finding("CDC-MEM", f"cdc_ram '{cell}' read data ('{net.name(b)}') reaches "
+                                               f"{what}: "
                                     "storage carries data only -- never an address, enable, select, state, "
                                     "comparison or status output; cross pointers through synchronizers",
                                     file=file, line=line))
@@ -718,7 +750,8 @@ def summary(a: Analysis, prims: dict, crossings: list) -> dict:
         "cells": len(net.cells),
         "flops": sum(flops.values()),
         "flops_per_domain": dict(sorted(flops.items())),
-        "primitives": [{"name": c, "type": t, **{k: _int(v) for k, v in net.cells[c].get("parameters", {}).items()}}
+        "primitives": [{"name": c, "type": t,
+                        **{k: _int(v) for k, v in net.cells[c].get("parameters", {}).items()}}
                        for c, t in sorted(prims.items())],
         "crossings": _grouped(crossings),
     }
@@ -728,7 +761,8 @@ def _grouped(crossings: list) -> list:
     """One entry per primitive, with the source bits it carries."""
     out: dict = {}
     for c in crossings:
-        e = out.setdefault(c["primitive"], {k: c[k] for k in ("primitive", "type", "from", "to")} | {"bits": []})
+        e = out.setdefault(c["primitive"], {k: c[k] for k in ("primitive", "type", "from", "to")})
+        e.setdefault("bits", [])
         e["bits"].append(c["bit"])
     return list(out.values())
 
@@ -738,7 +772,8 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     net = Netlist.of(netlist, top)
     a = Analysis(net, clocks, resets)
     ports = net.module.get("ports", {})
-    data_in = [p for p, v in ports.items() if v.get("direction") == "input" and p not in clocks and p not in resets]
+    data_in = [p for p, v in ports.items()
+               if v.get("direction") == "input" and p not in clocks and p not in resets]
     a.tags = a.cones({p: frozenset({("in", p)}) for p in data_in})
     seen: dict[str, set] = defaultdict(set)
     for cell, dom in a.cell_dom.items():
