@@ -22,9 +22,7 @@ from pathlib import Path
 from . import paths
 from ._version import __version__
 from .gate import run_gate
-from .gate.diverge import check_build
-from .gate.rules import finding
-from .report import STAGE_NAMES, Report, Stage, is_parse_only_refusal
+from .report import STAGE_NAMES, Report, Stage
 from .sim import get_simulator
 from .sim.base import SEED_LIMITS, SeedResult, Simulator
 from .sim.certs import batch_policy as resolve_batch_policy
@@ -41,7 +39,7 @@ SCHEMA_VERSION = 1
 REPORT_KEYS = ("schema_version", "task", "family", "simulator", "settle", "sandbox", "unsafe_no_sandbox",
                "sandbox_selftest", "accounting", "cdc_env_version", "python", "submission_sha256", "stages",
                "findings", "seeds", "verdict", "reward", "failed_stage", "overfit", "reason", "disabled",
-               "batch_policy", "fingerprints", "cpu_s", "wall_s", "peak_rss_kb")
+               "batch_policy", "fingerprints", "netlist", "cpu_s", "wall_s", "peak_rss_kb")
 
 
 def sha256(text: str | bytes) -> str:
@@ -183,7 +181,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         report.reason, report.overfit = reason, v == "overfit"
         report.cpu_s = round(cost["child_cpu"] + meter.total(), 3)
     report.wall_s = round(time.monotonic() - t0, 3)
-    report._keys = tuple(k for k in REPORT_KEYS if k != "fingerprints" or report.fingerprints is not None)
+    report._keys = tuple(k for k in REPORT_KEYS if k not in ("fingerprints", "netlist")
+                         or getattr(report, k) is not None)
     return report.to_dict()
 
 
@@ -210,33 +209,48 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     design = task.files(allowed.text)
     report.fingerprints = fingerprints(task, allowed.text)
 
-    # 2. Static gate. A design the gate cannot parse goes on to the build, so that the agent
-    # gets the compiler's own messages; if the simulator does build it, it is refused all the same.
-    elab = None
-    if gate:
-        off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
-        own = time.thread_time()
-        g = run_gate(task, design, skip_rules=off)  # skip_rules: test-only (fixture proofs)
-        # the gate's forked analysis child: its CPU (the thread's own part is on the meter already)
-        cost["child_cpu"] += max(g.cpu_s - (time.thread_time() - own), 0.0)
+    # 2. Static gate: synthesis (one netlist) and the rules on it. The netlist is what the
+    # simulators build, never the submitted text; with the gate switched off (test-only) the
+    # design is still synthesized, only the rules are not applied.
+    off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
+    own = time.thread_time()
+    g = run_gate(task, design, skip_rules=off, rules=gate)  # skip_rules: test-only (fixture proofs)
+    # the gate's forked analysis child: its CPU (the thread's own part is on the meter already)
+    cost["child_cpu"] += max(g.cpu_s - (time.thread_time() - own), 0.0)
+    if g.netlist is not None:
+        report.netlist = {k: g.netlist[k] for k in ("sha256", "cells", "flops")}
+    if g.parse_only:  # the design does not compile: slang's diagnostics are the compiler output
+        log = "\n".join(f"{f['file'] or task.editable}:{f['line'] or '?'}: error: "
+                        f"{f['message'].removesuffix(' -- fix the code so it compiles')}" for f in g.findings)
         report.findings = g.findings
-        elab = g.elab
+        if gate:
+            steps.append(Step(Stage("gate", "refused", g.detail, cpu_s=round(g.cpu_s, 4)),
+                              g.findings[0]["message"], deferred=True))
+        else:
+            steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only)")))
+        return [*steps, Step(Stage("build", "compile_error", log, cpu_s=0.0), "the design does not build")]
+    if gate:
+        report.findings = g.findings
         first = g.findings[0]["message"] if g.findings else g.detail
-        gate_step = Step(Stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)),
-                         first if g.status == "refused" else g.detail,
-                         deferred=g.status == "refused" and is_parse_only_refusal(g.findings))
-        steps.append(gate_step)
-        if g.status != "pass" and not gate_step.deferred:
+        steps.append(Step(Stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)),
+                          first if g.status == "refused" else g.detail))
+        if g.status != "pass":
             return steps
     else:
-        gate_step = None
         steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only)")))
+        if g.status != "pass" or g.netlist is None:
+            why = g.findings[0]["message"] if g.findings else g.detail
+            status = "tool_error" if g.status == "tool_error" else "compile_error"
+            return [*steps, Step(Stage("build", status, why), why)]
+    assert g.netlist is not None
+    netlist = g.netlist["verilog"]
+    built = {task.editable: netlist}  # the netlist holds the task's read-only sources, flattened
 
     if not simulator.available():
         why = f"{simulator.name} is not installed"
         return [*steps, Step(Stage("build", "tool_error", why), why)]
 
-    with scratch_build(simulator, task, design, sandbox=sandbox, keep_dir=keep_dir,
+    with scratch_build(simulator, task, built, sandbox=sandbox, keep_dir=keep_dir,
                        prefix="cdc-grade-") as b:
         # 3. Build
         cost["child_cpu"] += b.cpu_s
@@ -244,20 +258,8 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
         steps.append(Step(Stage("build", b.status, b.log[-4000:], cpu_s=round(b.cpu_s, 3),
                                 model_cache=b.extra.get("model_cache")),
                           "the design does not build" if b.status == "compile_error" else b.log[-300:]))
-        if b.status != "pass" or (gate_step is not None and gate_step.deferred):
-            # A deferred gate refusal: the gate could not analyse a design that the simulator
-            # accepts; never let that through (a front-end difference must not become a way
-            # around the gate).
+        if b.status != "pass":
             return steps
-        if gate_step is not None and "rule:GATE-DIVERGE" not in disable:  # differential elaboration
-            div = check_build(simulator.name, b.workdir, task.tb_top, task.top, elab, list(design), sandbox)
-            cost["child_cpu"] += div.cpu_s
-            if div.status is not None:
-                gate_step.stage.status, gate_step.stage.detail = div.status, div.detail[:500]
-                gate_step.reason = div.detail
-                if div.status == "refused":
-                    report.findings.append(finding("GATE-DIVERGE", div.detail, file=task.editable))
-                return steps
 
         # 4. Visible seeds, 5. hidden seeds
         stage_seeds = [("visible", visible_seeds(task))]

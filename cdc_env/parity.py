@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .gate import synthesized
 from .sim import get_simulator
 from .sim.base import BatchIncomplete
 from .sim.certs import brief, issue_certificate
@@ -68,7 +69,7 @@ def compare_design(task: Task, text: str, seeds: list[int], *, settle: bool, des
     With ``certify`` and full agreement, issue a certificate for these seeds.
     """
     icarus, vl = get_simulator("icarus"), get_simulator("verilator")
-    files = task.files(text)
+    files = synthesized(task, text)[0]  # what a grade simulates: the netlist, never the text
     row = ParityRow(task.id, design, settle, len(seeds), 0, [], [], 0, {})
     with scratch_build(icarus, task, files, sandbox=sandbox, prefix="cdc-parity-") as bi, \
             scratch_build(vl, task, files, sandbox=sandbox, prefix="cdc-parity-") as bv:

@@ -126,6 +126,7 @@ class Report(_Record):
     python: str | None = None
     submission_sha256: str | None = None
     fingerprints: dict[str, str] | None = None
+    netlist: dict[str, Any] | None = None
     peak_rss_kb: int | None = None
     unsafe_no_sandbox: bool | None = None
     sandbox_selftest: str | None = None

@@ -55,6 +55,9 @@ class Task:
     sources: tuple[str, ...] = ()  # read-only design sources besides the editable file
     cross_memories: tuple[str, ...] = ()  # memories allowed to be written/read across domains
     heldout: bool = False
+    # Whether the design may hold words in the cdc_ram storage primitive (gate rule CDC-MEM). None:
+    # the task declares it by its own design -- storage exactly when the shipped design uses cdc_ram.
+    storage: bool | None = None
 
     def path(self, rel: str) -> Path:
         return self.dir / rel
@@ -148,6 +151,7 @@ def load_task(name_or_path: str | Path) -> Task:
         sources=tuple(m.get("sources", [])),
         cross_memories=tuple(m.get("cross_memories", [])),
         heldout=bool(m.get("heldout", False)),
+        storage=bool(m["storage"]) if "storage" in m else None,
     )
     for rel in (task.editable, task.testbench, task.bug_report, task.reference, task.clean, *task.sources):
         if not task.path(rel).is_file():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 
+from .gate import synthesized
 from .sim import get_simulator
 from .sim.seeds import hidden_seeds, visible_seeds
 from .sim.stage import Progress, build_and_run
@@ -33,7 +34,7 @@ def count_failures(task: Task, text: str, seeds: list[int], *, settle: bool, sim
     hidden_checks: as in ``seeds.plan_seed``. The defect's band is measured with them off: the
     FIFO family's Gray check catches a binary pointer on every hidden seed by design.
     """
-    b, res = build_and_run(get_simulator(sim), task, task.files(text), seeds, settle=settle,
+    b, res = build_and_run(get_simulator(sim), task, synthesized(task, text)[0], seeds, settle=settle,
                            progress=progress, stage=stage, hidden_checks=hidden_checks,
                            prefix="cdc-taskgate-")
     if b.status != "pass":
@@ -81,7 +82,8 @@ def suggest_visible(task: Task, *, fails: int = 4, total: int = 8, candidates: i
     while it works but not only failures. Candidates never include hidden seeds."""
     hid = set(hidden_seeds(task))
     cands = [s for s in range(1, candidates + 1) if s not in hid]
-    b, res = build_and_run(get_simulator(sim), task, task.files(task.design("defective")), cands, settle=True,
+    b, res = build_and_run(get_simulator(sim), task, synthesized(task, task.design("defective"))[0], cands,
+                           settle=True,
                            prefix="cdc-visible-")
     if b.status != "pass":
         return []

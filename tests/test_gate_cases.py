@@ -46,8 +46,8 @@ def test_case(path):
         assert any(isinstance(f["line"], int) for f in mine) or h["expect"].startswith("GATE-")
 
 
-# Rules decided after the build, not by run_gate alone: tested in tests/test_gate_diverge.py.
-BUILD_RULES = {"GATE-DIVERGE"}
+# Every rule is decided by run_gate alone (issue 22: the build comparison is gone).
+BUILD_RULES: set[str] = set()
 
 
 def test_every_rule_has_a_trips_and_a_near_miss_fixture():
@@ -69,8 +69,8 @@ def test_rewire_message_says_rewired():
 def test_messages_name_the_signal():
     task = load_task("handshake")
     res = run_gate(task, {task.editable: (CASES / "cdc_raw_generate.trips.v").read_text()})
-    (f,) = [f for f in res.findings if f["rule"] == "CDC-RAW"]
-    assert "busy_q" in f["message"] and "req_raw" in f["message"] and "cdc_sync" in f["message"]
+    assert any("busy_q" in f["message"] and "req_raw" in f["message"] and "cdc_sync" in f["message"]
+               for f in res.findings if f["rule"] == "CDC-RAW"), res.findings
 
 
 @pytest.mark.parametrize("tid", task_ids())

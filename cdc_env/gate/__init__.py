@@ -1,18 +1,22 @@
-"""The static gate: policy and clock-domain structure rules, run before anything is built.
+"""The static gate: synthesis once, source policy, and clock-domain rules on the netlist.
 
-``run_gate(task, files)`` takes the design as the grader will build it (file name -> text; the
-editable file is ``task.editable``) and returns a GateResult: ``pass``, ``refused`` (with
-findings, each naming its rule, file:line and what to do) or ``tool_error`` (the gate itself
-failed; never a pass). Rules and their limitations: docs/gate.md; IDs: rules.py.
+``run_gate(task, files)`` takes the design (file name -> text; the editable file is
+``task.editable``), synthesizes it (synth.py: Yosys with the slang front end, primitives as black
+boxes) and returns a GateResult: ``pass``, ``refused`` (with findings, each naming its rule,
+file:line and what to do) or ``tool_error`` (the gate itself failed; never a pass). A result
+that got as far as synthesis carries the netlist: the exact text both simulators build.
+Rules and their limitations: docs/gate.md; IDs: rules.py.
 
-Bounds: every file is size- and nesting-checked before the front end sees it, and the analysis
-runs in a forked child with a CPU-time and address-space limit, so no input can make the gate
-raise or hang: exceeding the CPU or memory budget is a refusal (GATE-LIMIT, deterministic);
-exceeding the wall-clock guard or crashing is a tool_error.
+Bounds: every file is size- and nesting-checked before a parser sees it, and the analysis runs
+in a forked child with a CPU-time and address-space limit, so no input can make the gate raise or
+hang: exceeding the CPU or memory budget is a refusal (GATE-LIMIT, deterministic); a Yosys error
+or crash that ends the child is a refusal that says why (GATE-PARSE with slang's diagnostics, or
+GATE-SYNTH); only the wall-clock guard, or a child that dies before the policy ran, is a
+tool_error.
 
-What the gate knows about a task beyond its manifest -- names it may not reuse, macro names of
-the other files, the domains of the top's data ports -- is learned once from the task's own
-(trusted) files and cached (``task_profile``).
+What the gate knows about a task beyond its manifest -- names it may not reuse, the domains of
+the top's data ports, whether the task provides cdc_ram storage and which outputs carry its
+data -- is learned once from the task's own (trusted) files and cached (``task_profile``).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import os
 import resource
 import select
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import paths
 from ..task import Task
@@ -35,6 +41,7 @@ from .rules import RULES, finding
 CPU_LIMIT_S = 1  # per analysis (RLIMIT_CPU; the child is killed beyond it)
 WALL_LIMIT_S = 20.0  # a guard against a child that stops making progress (machine overload)
 MEM_HEADROOM = 1 << 30  # address space the child may add to what it inherits
+WALL_DETAIL = f"the gate did not finish within {WALL_LIMIT_S:.0f} s of wall time (machine overloaded?)"
 
 
 @dataclass
@@ -43,7 +50,13 @@ class GateResult:
     findings: list[dict] = field(default_factory=list)
     cpu_s: float = 0.0
     detail: str = ""
-    elab: dict | None = None  # what the gate elaborated (netlist.Netlist.elaboration), if it got that far
+    netlist: dict | None = None  # {"verilog", "sha256", "cells", "flops"}: what the simulators build
+    summary: dict | None = None  # cdc.summary: flops per domain, primitives, crossings
+
+    @property
+    def parse_only(self) -> bool:
+        """The design did not compile (only GATE-PARSE findings): a compile error, not a CDC verdict."""
+        return bool(self.findings) and all(f["rule"] == "GATE-PARSE" for f in self.findings)
 
 
 @dataclass(frozen=True)
@@ -51,8 +64,7 @@ class TaskProfile:
     """What the gate learns from a task's trusted files."""
 
     reserved: dict[str, str]  # design-unit name -> the task file that defines it
-    shared_macros: dict[str, str]  # macro name -> the task file that uses it
-    ports: object  # domains.PortDomains
+    ports: object  # cdc.Ports
 
 
 _PROFILES: dict[str, TaskProfile] = {}
@@ -69,35 +81,76 @@ def _task_files(task: Task) -> dict[str, str]:
 
 
 def task_profile(task: Task) -> TaskProfile:
-    """Learn (once per task content) reserved names, shared macros and the top's port domains."""
-    from . import analysis  # noqa: PLC0415 -- pyslang loads only when the gate runs
+    """Learn (once per task content) reserved names, port domains and storage from trusted files."""
+    from . import analysis, cdc, frontend, policy  # noqa: PLC0415 -- pyslang/pyosys load only when the gate runs
 
     trusted = _task_files(task)
     defective = task.defective_text
     key = hashlib.sha256(json.dumps([str(task.dir), task.top, defective, sorted(trusted.items()),
-                                     [d.__dict__ for d in task.domains]]).encode()).hexdigest()
-    if key not in _PROFILES:
-        _PROFILES[key] = analysis.learn_profile(task, trusted, defective, TaskProfile)
+                                     [d.__dict__ for d in task.domains], task.storage]).encode()).hexdigest()
+    if key in _PROFILES:
+        return _PROFILES[key]
+    fe = frontend.parse_all(trusted)
+    reserved: dict[str, str] = {task.tb_top: task.testbench}
+    for name, p in fe.parses.items():
+        for _kind, unit, _loc in policy.unit_names(p):
+            reserved.setdefault(unit, name)
+    _preload()
+    with tempfile.TemporaryDirectory(prefix="cdc-gate-learn-") as tmp:
+        job = _job(task, task.files(defective), reserved, None, tmp)
+        payload, _cpu, detail = _in_child(analysis.learn, job)
+        if payload is None:
+            from . import synth  # noqa: PLC0415
+
+            detail = "; ".join(f["message"] for f in synth.failure(Path(tmp), task.editable, detail)[:3])
+    if payload is None or "inputs" not in payload:
+        why = detail or (payload or {}).get("error") or (payload or {}).get("limit")
+        raise RuntimeError(f"task {task.id}: its own design does not synthesize in the gate: {why}")
+    storage = payload["storage"] if task.storage is None else task.storage
+    ports = cdc.Ports(inputs=payload["inputs"], outputs=payload["outputs"],
+                      data_outputs=frozenset(payload["data_outputs"]), storage=storage)
+    _PROFILES[key] = TaskProfile(reserved=reserved, ports=ports)
     return _PROFILES[key]
 
 
+def _preload() -> None:
+    """Import Yosys in this process once, so that each forked child starts with it loaded (the
+    import costs more than a synthesis; pyslang is already loaded by analysis)."""
+    from pyosys import libyosys  # noqa: F401, PLC0415
+
+
+def _job(task: Task, design: dict[str, str], reserved: dict[str, str], ports, workdir: str,
+         rules: bool = True):
+    from . import analysis  # noqa: PLC0415
+
+    return analysis.Job(top=task.top, editable=task.editable, files=design,
+                        clocks={d.clock: d.name for d in task.domains},
+                        resets={d.reset: d.name for d in task.domains},
+                        reserved=reserved, ports=ports, storage=bool(ports.storage) if ports else False,
+                        workdir=workdir, rules=rules)
+
+
 def run_gate(task: Task, files: dict[str, str], *, skip_rules: frozenset[str] = frozenset(),
-             isolate: bool = True) -> GateResult:
+             isolate: bool = True, rules: bool = True) -> GateResult:
     """The gate stage. Never raises: bad input is refused, the gate's own failures are tool_error.
 
     skip_rules: rule IDs to leave out (test-only, to prove that a fixture needs its rule).
-    isolate: analyse in a forked, resource-limited child (off only to debug in-process).
+    isolate: analyse in a forked, resource-limited child (off only to debug in-process; a Yosys
+        error then ends the calling process).
+    rules: False synthesizes only (the gate switched off for a test): the result carries the
+        netlist, and only a design that does not synthesize is refused.
     """
     cpu0 = time.thread_time()  # the calling thread only (not other grades running in this process)
     try:
-        result = _run(task, files, skip_rules, isolate)
+        result = _run(task, files, skip_rules, isolate, rules)
     except Exception as exc:  # noqa: BLE001 -- the stage's contract: never raise, never pass
         result = GateResult("tool_error", detail=f"the gate failed: {type(exc).__name__}: {exc}"[:500])
     result.cpu_s += time.thread_time() - cpu0
     return result
 
 
-def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate: bool) -> GateResult:
+def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate: bool,
+         rules: bool) -> GateResult:
     from . import analysis  # noqa: PLC0415
     from .frontend import input_problem  # noqa: PLC0415
 
@@ -115,14 +168,17 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
         fs = [finding("GATE-INPUT", p, file=n) for n, p in problems]
         return GateResult("refused", fs, detail=problems[0][1])
     profile = task_profile(task)
-    job = analysis.Job(top=task.top, editable=task.editable, files=design,
-                       clocks={d.clock: d.name for d in task.domains},
-                       resets={d.reset: d.name for d in task.domains},
-                       cross_memories=tuple(task.cross_memories), profile=profile)
-    if isolate and hasattr(os, "fork"):
-        payload, cpu, detail = _in_child(analysis.analyse, job)
-    else:
-        payload, cpu, detail = analysis.analyse(job), 0.0, ""
+    _preload()
+    with tempfile.TemporaryDirectory(prefix="cdc-gate-") as tmp:
+        job = _job(task, design, profile.reserved, profile.ports, tmp, rules)
+        if isolate and hasattr(os, "fork"):
+            payload, cpu, detail = _in_child(analysis.analyse, job)
+        else:
+            payload, cpu, detail = analysis.analyse(job), 0.0, ""
+        if payload is None and detail != WALL_DETAIL:
+            fs = analysis.after_exit(job, detail)
+            if fs:
+                payload = {"findings": fs}
     if payload is None:
         return GateResult("tool_error", cpu_s=cpu, detail=detail)
     if "limit" in payload:
@@ -131,12 +187,15 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
     if "error" in payload:
         return GateResult("tool_error", cpu_s=cpu, detail=payload["error"])
     fs = [f for f in payload["findings"] if f["rule"] not in skip_rules]
+    if not rules:
+        fs = [f for f in fs if f["rule"] in ("GATE-PARSE", "GATE-SYNTH", "GATE-INPUT")]
     errors = [f for f in fs if f["severity"] == "error"]
-    elab = payload.get("elab")
-    if errors:
-        rules = sorted({f["rule"] for f in errors})
-        return GateResult("refused", fs, cpu, f"{len(errors)} finding(s): {', '.join(rules)}", elab)
-    return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)", elab)
+    netlist, summary = payload.get("netlist"), payload.get("summary")
+    if errors or netlist is None:
+        rules_hit = sorted({f["rule"] for f in errors}) or ["GATE-SYNTH"]
+        detail = f"{len(errors)} finding(s): {', '.join(rules_hit)}"
+        return GateResult("refused", fs, cpu, detail, netlist, summary)
+    return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)", netlist, summary)
 
 
 def _address_space() -> int:
@@ -202,8 +261,7 @@ def _in_child(fn, job) -> tuple[dict | None, float, str]:
         _pid, status, usage = os.wait4(pid, 0)
     cpu = usage.ru_utime + usage.ru_stime
     if timed_out:
-        return None, cpu, (f"the gate did not finish within {WALL_LIMIT_S:.0f} s of wall time "
-                           "(machine overloaded?)")
+        return None, cpu, WALL_DETAIL
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU or sig == signal.SIGKILL and cpu >= CPU_LIMIT_S:
@@ -214,3 +272,16 @@ def _in_child(fn, job) -> tuple[dict | None, float, str]:
         return json.loads(b"".join(chunks).decode("utf-8")), cpu, ""
     except (ValueError, UnicodeDecodeError):
         return None, cpu, f"the gate's analysis exited with status {os.WEXITSTATUS(status)} and no result"
+
+
+def synthesized(task: Task, text: str) -> tuple[dict[str, str], str]:
+    """The files a simulator builds for ``text`` as the editable file: the synthesized netlist (in
+    place of the editable file and the read-only sources), and the netlist text. For tools that
+    simulate a task's own designs (gate-tasks, parity); raises CdcError if it does not synthesize."""
+    from ..errors import CdcError  # noqa: PLC0415
+
+    g = run_gate(task, task.files(text), rules=False)
+    if g.netlist is None:
+        why = g.findings[0]["message"] if g.findings else g.detail
+        raise CdcError(f"task {task.id}: the design does not synthesize: {why}")
+    return {task.editable: g.netlist["verilog"]}, g.netlist["verilog"]

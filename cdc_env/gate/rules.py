@@ -3,7 +3,7 @@
 Every refusal the gate makes names one of these IDs; docs/gate.md describes each rule, its
 near-miss (what it deliberately lets through) and what it cannot see. Findings are plain dicts
 (``rule``, ``severity``, ``file``, ``line``, ``message``) so that the grade report can embed them
-as they are. This module does not decide anything; the checks live in policy.py and domains.py.
+as they are. This module does not decide anything; the checks live in policy.py, synth.py and cdc.py.
 """
 
 from __future__ import annotations
@@ -11,17 +11,14 @@ from __future__ import annotations
 RULES: dict[str, str] = {
     # Input and front end
     "GATE-INPUT": "a design file is too large, not text, or nested too deeply to analyse",
-    "GATE-PARSE": "the design does not parse or elaborate (the gate's front end rejects it)",
+    "GATE-PARSE": "the design does not parse or elaborate (slang's diagnostics; a compile error)",
+    "GATE-SYNTH": "synthesis (Yosys) refused the design or crashed on it",
     "GATE-LIMIT": "analysing the design exceeded the gate's CPU or memory budget",
-    "GATE-DIVERGE": "the simulator built a different design from the one the gate analysed "
-                    "(other primitive instances, generate blocks or parameter values)",
-    # Policy, on the preprocessed text
+    # Policy, on the preprocessed text (what synthesis would drop silently)
     "POL-SYSCALL": "a system task or function that is not on the allowlist of pure ones",
     "POL-INCLUDE": "an `include directive",
-    "POL-DIRECTIVE": "a compiler directive that can change other files or the tools ("
-                     "`timescale, `resetall, unknown directives, macros shared with task files)",
-    "POL-PRAGMA": "a tool pragma: a metacomment (verilator, synopsys, pragma, translate_off...) "
-                  "or an attribute (* ... *)",
+    "POL-DIRECTIVE": "a tool directive that is not Verilog (`verilator_config, `systemc_*, unknown "
+                     "directives) or `__FILE__/`__LINE__",
     "POL-DPI": "a DPI import or export",
     "POL-BIND": "a bind directive",
     "POL-FORCE": "force/release or procedural assign/deassign",
@@ -32,14 +29,9 @@ RULES: dict[str, str] = {
     "POL-INITIAL": "an initial or final block",
     "POL-HIERREF": "a hierarchical reference (into the testbench, a primitive or another instance)",
     "POL-MODNAME": "a module (or other design unit) whose name is already taken",
-    "POL-SIMDIFF": "code that differs between simulators' predefined macro sets",
-    "POL-NESTED": "a module declared inside another module",
-    "POL-LITERAL": "an unsized integer literal wider than 32 bits",
-    "POL-PORTDIR": "an input port driven inside its module, or an output port whose outside net "
-                   "has another driver (simulators make such ports bidirectional)",
     "POL-CONSTRUCT": "a construct outside the design subset (classes, interfaces, programs, "
                      "fork/join, waits, events, assertions, gate primitives...)",
-    # Clock-domain structure, on the elaborated design
+    # Clock-domain structure, queries on the synthesized netlist (cdc.py)
     "CDC-CLOCK": "a flop clocked by something that is not a task clock, or a clock used as data",
     "CDC-RAW": "a signal crosses clock domains without a synchronizer primitive",
     "CDC-SRCLOGIC": "a synchronizer's input is not a register of the source domain",

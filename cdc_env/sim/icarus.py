@@ -2,8 +2,8 @@
 
 Icarus is four-state (it models X and Z) and runs every seed in its own process. Its verdict
 channel is the VPI module trusted/icarus/cdc_verdict.c (built once and cached). Also here: what
-Icarus built, read from its compiled .vvp (compared with the gate's elaboration by
-gate/diverge.py), and the always_comb rewrite Icarus 11 needs.
+the always_comb rewrite Icarus 11 needs (kept for builds of source text, e.g. the
+primitives' unit tests; a graded design is always the synthesized netlist).
 """
 
 from __future__ import annotations
@@ -110,80 +110,6 @@ def _icarus_version() -> str:
     m = re.search(r"version (\S+)", out)
     return m.group(1) if m else "unknown"
 
-
-
-# ----- what Icarus built (differential elaboration; compared with the gate's by gate/diverge.py) -----
-_VVP_SCOPE = re.compile(r'^(S_0x[0-9a-f]+) \.scope (\w+)[^,]*, "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)"'
-                        r'(?:[^;]*, (S_0x[0-9a-f]+))?[^;]*;\s*$')
-_VVP_PARAM = re.compile(r'^P_0x[0-9a-f]+ \.param/l "((?:[^"\\]|\\.)*)" [^,]*, (\+?)C4<([01xz]+)>;\s*$')
-
-
-def icarus_elaboration(vvp_text: str, tb_top: str, top: str, primitives: frozenset[str]) -> dict | None:
-    """The design Icarus built, read from its compiled .vvp: primitive instances (path, module),
-    helper-instance and generate scopes, and integer parameter values, with paths below the
-    testbench's instance of ``top`` (unnamed generate blocks as genblk*). None if that instance
-    is not found. Inside a primitive only its own parameters are read, not its internals."""
-    scopes: dict[str, tuple[str, str, str, str | None]] = {}  # addr -> (kind, name, type, parent)
-    params: list[tuple[str, str, str]] = []  # (scope addr, name, value)
-    current = None
-    for line in vvp_text.splitlines():
-        if line.startswith("S_0x"):
-            m = _VVP_SCOPE.match(line)
-            if m:
-                scopes[m[1]] = (m[2], m[3], m[4], m[5])
-                current = m[1]
-        elif line.startswith("P_0x") and current is not None:
-            m = _VVP_PARAM.match(line)
-            if m and not set(m[3]) & {"x", "z"}:
-                v = int(m[3], 2) - ((1 << len(m[3])) if m[2] == "+" and m[3][0] == "1" else 0)
-                params.append((current, m[1], str(v)))
-    duts = [a for a, (k, _n, t, par) in scopes.items()
-            if k == "module" and t == top and par in scopes and scopes[par][2] == tb_top]
-    if len(duts) != 1:
-        return None
-    dut = duts[0]
-
-    def chain(addr: str) -> tuple[str, int, bool] | None:
-        """(path below the dut, primitives in the chain, self is a primitive), None if not below it."""
-        names: list[str] = []
-        prims = 0
-        a: str | None = addr
-        while a is not None and a != dut:
-            kind, name, typ, par = scopes[a]
-            if kind not in ("module", "generate"):
-                return None
-            prims += kind == "module" and typ in primitives
-            names.insert(0, name)
-            a = par
-        if a != dut:
-            return None
-        kind, _n, typ, _p = scopes[addr]
-        return ".".join(names), prims, kind == "module" and typ in primitives
-
-    info = {a: chain(a) for a in scopes if a != dut}
-    out: dict = {"prims": [], "params": [], "scopes": []}
-    for addr, c in info.items():
-        if c is None:
-            continue
-        p, n, is_prim = c
-        if is_prim and n == 1:
-            out["prims"].append([_generic_path(p), scopes[addr][2]])
-        elif n == 0:
-            out["scopes"].append(_generic_path(p))
-    for addr, name, value in params:
-        if addr == dut:
-            out["params"].append([name, value])
-            continue
-        c = info.get(addr)
-        if c is not None and (c[1] == 0 or (c[2] and c[1] == 1)):
-            out["params"].append([_generic_path(c[0] + "." + name), value])
-    for k in out:
-        out[k].sort()
-    return out
-
-
-def _generic_path(path: str) -> str:
-    return re.sub(r"\bgenblk\d+", "genblk*", path)
 
 
 # ----- always_comb on Icarus 11 -----

@@ -36,7 +36,7 @@ module hs_top (
 
   // ---------------- acknowledger (clk_b) ----------------
   wire req_s;      // requester's req_q, synchronized into clk_b
-  reg  seen_q;     // the request toggle last served
+  reg  [0:0] seen_q;     // the request toggle last served
   reg  ack_q;      // the request toggle acknowledged (a level)
 
   always @(posedge clk_b_i or negedge rst_b_ni) begin

@@ -1,6 +1,6 @@
 // task: handshake
-// expect: POL-LITERAL
-// what: $bits of an unsized literal wider than 32 bits
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) a helper module declared inside the top module
 // hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
 // acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
 // signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
@@ -65,7 +65,9 @@ module hs_top (
   end
 
   // ---------------- crossings ----------------
-  localparam integer KB = $bits('hF_0000_0000);
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
+  module relay (input wire d, output wire q);
+    assign q = d;
+  endmodule
 endmodule

@@ -1,5 +1,5 @@
 // task: handshake
-// expect: POL-PRAGMA
+// expect: GATE-PARSE
 // what: a translate_off comment after endmodule, before a define
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)

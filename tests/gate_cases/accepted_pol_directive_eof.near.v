@@ -1,6 +1,6 @@
 // task: handshake
-// expect: CDC-RAW
-// what: a clk_a output that reads a clk_b register
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) `timescale after endmodule, to leak into the next file
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -32,7 +32,7 @@ module hs_top (
       end
     end
   end
-
+  assign ready_o = !busy_q;
 
   // ---------------- acknowledger (clk_b) ----------------
   wire req_s;      // requester's req_q, synchronized into clk_b
@@ -57,5 +57,5 @@ module hs_top (
   // ---------------- crossings ----------------
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
-  assign ready_o = !busy_q && !seen_q;
 endmodule
+`timescale 1s / 1s

@@ -1,7 +1,6 @@
 // task: handshake
-// expect: POL-DIRECTIVE
-// what: `timescale leaks into the files compiled after it
-`timescale 1s / 1s
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) a Verilator lint_off metacomment
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -13,6 +12,7 @@ module hs_top (
   output reg  served_o    // clk_b: one-cycle pulse, the acknowledger took a request
 );
   // ---------------- requester (clk_a) ----------------
+  /* verilator lint_off UNUSED */
   reg  req_q;      // toggles once per request
   reg  busy_q;
   wire ack_s;      // acknowledger's ack, synchronized into clk_a

@@ -1,16 +1,7 @@
 // task: handshake
-// expect: CDC-RAW
-// what: a module-level integer that a loop in domain a leaves behind and domain b reads
-// hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
-// acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
-// signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
-// The acknowledger pulses served_o once per request it takes.
-//
-// Protocol: two-phase. The requester toggles req_q once per request; the acknowledger serves
-// a request whenever its synchronized copy of req_q differs from the last value it served, and
-// answers by copying it into ack_q. A request is acknowledged when the synchronized ack_q equals
-// req_q again. Both crossings are levels that stay put until the other side answers, so the
-// protocol does not depend on synchronizer latency.
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) a variable at compilation-unit scope, shared with the testbench
+reg hs_shared_q;
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -64,18 +55,6 @@ module hs_top (
     end
   end
 
-  // One module-level loop index, used by loops in both domains.
-  integer k;
-  reg [3:0] hist_a_q;
-  always @(posedge clk_a_i or negedge rst_a_ni)
-    if (!rst_a_ni) hist_a_q <= 4'd0;
-    else for (k = 0; k < 3; k = k + 1) hist_a_q[k + 1] <= hist_a_q[k] ^ req_q;
-  reg [3:0] hist_b_q;
-  always @(posedge clk_b_i or negedge rst_b_ni)
-    if (!rst_b_ni) hist_b_q <= 4'd0;
-    else for (k = 0; k < 3; k = k + 1) hist_b_q[k + 1] <= hist_b_q[k] ^ seen_q;
-  reg [31:0] k_b_q;
-  always @(posedge clk_b_i) k_b_q <= k;
   // ---------------- crossings ----------------
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));

@@ -1,6 +1,16 @@
 // task: handshake
-// expect: POL-CONSTRUCT
-// what: a static function variable carries req_q from a clk_a call to a clk_b call
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) a helper's input port driven inside the helper (Icarus makes it inout)
+// hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
+// acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
+// signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
+// The acknowledger pulses served_o once per request it takes.
+//
+// Protocol: two-phase. The requester toggles req_q once per request; the acknowledger serves
+// a request whenever its synchronized copy of req_q differs from the last value it served, and
+// answers by copying it into ack_q. A request is acknowledged when the synchronized ack_q equals
+// req_q again. Both crossings are levels that stay put until the other side answers, so the
+// protocol does not depend on synchronizer latency.
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -12,12 +22,7 @@ module hs_top (
   output reg  served_o    // clk_b: one-cycle pulse, the acknowledger took a request
 );
   // ---------------- requester (clk_a) ----------------
-  function keep(input x, input sel);
-    reg k;
-    begin if (sel) k = x; keep = k; end
-  endfunction
-  reg  req_q;
-  reg  kept_q;
+  reg  req_q;      // toggles once per request
   reg  busy_q;
   wire ack_s;      // acknowledger's ack, synchronized into clk_a
 
@@ -28,7 +33,6 @@ module hs_top (
       done_o <= 1'b0;
     end else begin
       done_o <= 1'b0;
-      kept_q <= keep(req_q, 1'b1);
       if (!busy_q && start_i) begin
         req_q  <= ~req_q;
         busy_q <= 1'b1;
@@ -52,7 +56,7 @@ module hs_top (
       served_o <= 1'b0;
     end else begin
       served_o <= 1'b0;
-      if (keep(1'b0, 1'b0) != seen_q) begin
+      if (req_s != seen_q) begin
         seen_q   <= req_s;
         ack_q    <= req_s;
         served_o <= 1'b1;
@@ -61,6 +65,12 @@ module hs_top (
   end
 
   // ---------------- crossings ----------------
+  wire req_raw;
+  tap u_tap (.a(req_q), .b(req_raw));
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
+endmodule
+
+module tap (input wire a, input wire b);
+  assign b = a;
 endmodule

@@ -1,7 +1,6 @@
 // task: handshake
-// expect: POL-CONSTRUCT
-// what: a variable at compilation-unit scope, shared with the testbench
-reg hs_shared_q;
+// expect: CDC-REWIRE
+// what: a synchronizer output used in both domains
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -47,7 +46,7 @@ module hs_top (
       served_o <= 1'b0;
     end else begin
       served_o <= 1'b0;
-      if (req_s != seen_q) begin
+      if (req_s != seen_q && !ack_s) begin
         seen_q   <= req_s;
         ack_q    <= req_s;
         served_o <= 1'b1;

@@ -1,6 +1,6 @@
 // task: handshake
-// expect: POL-PORTDIR
-// what: a helper's input port driven inside the helper (Icarus makes it inout)
+// expect: pass
+// what: (accepted since the netlist is what runs; was refused before issue 22) a helper's output port whose outside net has another driver
 // hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
 // acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
 // signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
@@ -66,11 +66,13 @@ module hs_top (
 
   // ---------------- crossings ----------------
   wire req_raw;
-  tap u_tap (.a(req_q), .b(req_raw));
+  wire req_copy;
+  assign req_raw = req_q;
+  pass1 u_p (.y(req_raw), .z(req_copy));
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
 endmodule
 
-module tap (input wire a, input wire b);
-  assign b = a;
+module pass1 (output wire y, output wire z);
+  assign z = y;
 endmodule

@@ -1,6 +1,6 @@
 // task: handshake
 // expect: CDC-BYPASS
-// what: a synchronizer output used in both domains
+// what: a clk_a output that reads a clk_b register
 module hs_top (
   input  wire clk_a_i,    // requester clock (fast)
   input  wire rst_a_ni,   // requester reset, active low
@@ -32,7 +32,7 @@ module hs_top (
       end
     end
   end
-  assign ready_o = !busy_q;
+
 
   // ---------------- acknowledger (clk_b) ----------------
   wire req_s;      // requester's req_q, synchronized into clk_b
@@ -46,7 +46,7 @@ module hs_top (
       served_o <= 1'b0;
     end else begin
       served_o <= 1'b0;
-      if (req_s != seen_q && !ack_s) begin
+      if (req_s != seen_q) begin
         seen_q   <= req_s;
         ack_q    <= req_s;
         served_o <= 1'b1;
@@ -57,4 +57,5 @@ module hs_top (
   // ---------------- crossings ----------------
   cdc_sync_bit u_req_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(req_q), .q_o(req_s));
   cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), .q_o(ack_s));
+  assign ready_o = !busy_q && !seen_q;
 endmodule

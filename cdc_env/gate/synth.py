@@ -1,0 +1,186 @@
+"""Synthesize once: the one netlist that the gate's rules query and both simulators build.
+
+``synthesize(workdir, top, files)`` runs Yosys (pyosys, with the slang front end ``read_slang``)
+on the design files plus the provided primitives as black-box stubs:
+
+    read_slang --allow-use-before-declare -> hierarchy -top <top> -> proc -> flatten -> opt
+    -> write_json netlist.json (the rules' input) + write_verilog -noattr netlist.v (what runs)
+
+It must run in the gate's bounded child (gate/__init__.py ``_in_child``): a Yosys error ends the
+calling process. So everything the parent needs after a failure is left in ``workdir``: slang's
+diagnostics (``diag.json``) and the Yosys log (``yosys.log``); ``failure(workdir)`` reads them
+back as findings (GATE-PARSE for the front end's errors, GATE-SYNTH for Yosys's own).
+
+After ``flatten``, primitive instances carry hierarchical names (``g[0].u_sync``) that would be
+escaped identifiers in the netlist; simulators print those differently in ``%m``, which keys
+each synchronizer's late-settling choices. They are renamed to plain identifiers
+(``g_0__u_sync``), identical for Icarus and Verilator.
+
+Not covered here: what the netlist may contain (cdc.py) and the source-text policy (policy.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from .frontend import SLANG_MACROS
+from .rules import finding
+
+# The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
+# (tests/test_gate_synth.py compares them), no bodies. ``keep``: an instance whose output is unused
+# stays in the netlist, so the rules judge every primitive the design instantiates.
+PRIMITIVE_STUBS = """\
+(* blackbox, keep *) module cdc_sync_bus #(parameter integer WIDTH = 1) (
+  input wire clk_i, input wire rst_ni, input wire [WIDTH-1:0] d_i, output wire [WIDTH-1:0] q_o);
+endmodule
+(* blackbox, keep *) module cdc_sync_bit (
+  input wire clk_i, input wire rst_ni, input wire d_i, output wire q_o);
+endmodule
+(* blackbox, keep *) module cdc_sync_pulse (
+  input wire src_clk_i, input wire src_rst_ni, input wire pulse_i,
+  input wire dst_clk_i, input wire dst_rst_ni, output wire pulse_o);
+endmodule
+(* blackbox, keep *) module cdc_ram #(parameter integer WIDTH = 8, parameter integer AW = 4) (
+  input wire wclk_i, input wire we_i, input wire [AW-1:0] waddr_i, input wire [WIDTH-1:0] wdata_i,
+  input wire rclk_i, input wire [AW-1:0] raddr_i, output wire [WIDTH-1:0] rdata_o);
+endmodule
+"""
+PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram")
+STUB_NAME = "cdc_primitives_stub.v"
+HIERREF_DIAGS = {"UndeclaredIdentifier", "CouldNotResolveHierarchicalPath"}
+NAME_MAX = 100  # longer instance names are shortened (with a hash) before they reach %m
+
+_NAME_OK = re.compile(r"[^A-Za-z0-9_]")
+_YOSYS_ERROR = re.compile(r"^(?:(?P<file>[^\s:]+):(?P<line>\d+)(?:\.\d+(?:-\d+\.\d+)?)?: )?ERROR: "
+                           "(?P<msg>.*)$")
+
+
+def plain_name(name: str) -> str:
+    """A hierarchical instance name as a plain identifier (``g[0].u`` -> ``g_0__u``)."""
+    out = _NAME_OK.sub("_", name.lstrip("\\"))
+    if not out or out[0].isdigit():
+        out = "i_" + out
+    if len(out) > NAME_MAX:
+        out = out[:NAME_MAX - 17] + "_" + hashlib.sha256(out.encode()).hexdigest()[:16]
+    return out
+
+
+def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
+    """Synthesize ``files`` under ``top`` in ``workdir`` (in a child: may end the process).
+
+    Returns ``{"json": <Yosys JSON netlist>, "verilog": <netlist text>, "warnings": [...]}``.
+    """
+    from pyosys import libyosys as ys  # noqa: PLC0415 -- loaded only in the gate's child
+
+    workdir = Path(workdir)
+    names = []
+    for name, text in files.items():
+        (workdir / name).write_text(text, encoding="utf-8")
+        names.append(name)
+    (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
+    log = workdir / "yosys.log"
+    # Yosys logs to stdout (C++ streams): point file descriptor 1 at the log, so that a message
+    # written just before an error ends the process is still there for the parent to read.
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.chdir(workdir)
+    design = ys.Design()
+    undef = " ".join(f"-U {m}" for m in SLANG_MACROS)
+    ys.run_pass(f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
+                "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
+                "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
+                f"--error-limit 20 --top {top} {STUB_NAME} " + " ".join(names), design)
+    ys.run_pass(f"hierarchy -top {top}; proc; flatten; opt", design)
+    module = design.top_module()
+    taken = {c.str().lstrip("\\") for c in module.cells_.keys()}
+    for cell_name, cell in list(module.cells_.items()):
+        if cell.type.str().lstrip("\\") not in PRIMITIVES:
+            continue
+        old = cell_name.str().lstrip("\\")
+        new = plain_name(old)
+        if new == old:
+            continue
+        base, k = new, 2
+        while new in taken:
+            new, k = f"{base}_{k}", k + 1
+        taken.add(new)
+        module.rename(cell, ys.IdString("\\" + new))
+    ys.run_pass("write_json netlist.json; write_verilog -noattr netlist.v", design)
+    verilog = (workdir / "netlist.v").read_text(encoding="utf-8")
+    # The first line names the Yosys build; the netlist's identity is its content.
+    verilog = "\n".join(ln for ln in verilog.splitlines()
+                        if not ln.startswith("/* Generated by Yosys")) + "\n"
+    netlist = json.loads((workdir / "netlist.json").read_text(encoding="utf-8"))
+    return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning")}
+
+
+def _diagnostics(workdir: Path, severity: str) -> list[dict]:
+    try:
+        diags = json.loads((workdir / "diag.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for d in diags if isinstance(diags, list) else []:
+        if not isinstance(d, dict) or d.get("severity") != severity:
+            continue
+        loc = str(d.get("location") or "")
+        parts = loc.split(":")
+        file = parts[0] if parts and parts[0] else None
+        line = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        out.append({"file": file, "line": line, "message": str(d.get("message", "")),
+                    "code": str(d.get("code", ""))})
+    return out
+
+
+def failure(workdir: Path, editable: str, why: str) -> list[dict]:
+    """Findings for a synthesis that ended the child: slang's errors (GATE-PARSE: the design does
+    not compile) or else Yosys's own error or crash (GATE-SYNTH)."""
+    workdir = Path(workdir)
+    errors = _diagnostics(workdir, "error")
+    if errors:
+        return [_parse_finding(workdir, e, editable) for e in errors[:20]]
+    out = []
+    try:
+        lines = (workdir / "yosys.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for ln in lines:
+        m = _YOSYS_ERROR.match(ln.strip())
+        if m and m.group("msg").strip() and not m.group("msg").startswith("Design elaboration failed"):
+            out.append(finding("GATE-SYNTH", f"synthesis refused the design: {m.group('msg').strip()}",
+                               file=m.group("file") or editable,
+                               line=int(m.group("line")) if m.group("line") else None))
+    if not out:
+        out.append(finding("GATE-SYNTH", f"synthesis of the design failed ({why}); the grader runs only "
+                           "what synthesizes -- simplify the construct it stopped on", file=editable))
+    return out[:20]
+
+
+def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
+    """A front-end error as a finding: a name that does not resolve and is followed by a dot is a
+    hierarchical reference (up into the testbench, say), refused as such; the rest is GATE-PARSE."""
+    file = e["file"] if e["file"] != STUB_NAME else editable
+    if e["code"] == "<user-diag>":  # Yosys's slang frontend: valid code it cannot synthesize
+        return finding("GATE-SYNTH", f"synthesis refused the design: {e['message']}; the grader runs only "
+                       "what synthesizes -- rewrite it as plain RTL", file=file, line=e["line"])
+    if e["code"] in HIERREF_DIAGS and e["file"] and e["line"]:
+        name = re.search(r"'([^']+)'", e["message"])
+        try:
+            text = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+        except (OSError, IndexError, ValueError):
+            text = ""
+        if name and re.search(re.escape(name.group(1)) + r"\s*\.", text):
+            return finding("POL-HIERREF", f"'{name.group(1)}' starts a hierarchical reference that does not "
+                           "resolve in the design; a design may use only its own ports and signals",
+                           file=file, line=e["line"])
+    return finding("GATE-PARSE", f"{e['message']} -- fix the code so it compiles", file=file, line=e["line"])
+
+
+def netlist_hash(verilog: str) -> str:
+    return hashlib.sha256(verilog.encode("utf-8")).hexdigest()
