@@ -177,6 +177,7 @@ def guarded_protocol(header_timeout: float, body_timeout: float, max_connections
         _guard: asyncio.TimerHandle | None = None
         _guard_kind = ""
         _opened = 0.0
+        _upgraded = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -209,6 +210,8 @@ def guarded_protocol(header_timeout: float, body_timeout: float, max_connections
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
+            if self._upgraded:  # this call handed the connection to the WebSocket protocol
+                return
             state = self.conn.their_state
             self._arm("head" if state is h11.IDLE else "body" if state is h11.SEND_BODY else "")
 
@@ -216,6 +219,7 @@ def guarded_protocol(header_timeout: float, body_timeout: float, max_connections
             # The WebSocket protocol takes the connection over; from here its life is bounded by
             # the session's own per-message read (idle timeout) and keep-alive pings, not by the
             # body deadline of the upgrade request (which used to close every session after it).
+            self._upgraded = True
             self._arm("")
             super().handle_websocket_upgrade(event)
 
