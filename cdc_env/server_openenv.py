@@ -29,8 +29,11 @@ Not covered: OpenEnv's MCP routes (``/mcp``) and its production mode.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
@@ -41,10 +44,11 @@ from ._version import __version__
 from .prompts import AGENT_SYSTEM_PROMPT
 from .server.episodes import EnvServer
 from .server.errors import _ERROR_RESPONSES, ApiError
-from .server.limits import _token_digest
+from .server.limits import MAX_JSON_DEPTH, _token_digest, json_depth
 from .server.models import StartRequest, StepRequest
 
 PREFIX = "/openenv"
+_LOG = logging.getLogger("cdc_env.server")
 _RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim"}
 
 ACTION_SCHEMA = {
@@ -177,47 +181,86 @@ def include_openenv(app: FastAPI) -> None:
                 await ws.close(code=1008, reason="this server requires 'Authorization: Bearer <token>'")
                 return
         await ws.accept()
-        eid: str | None = None
-        try:
-            while True:
-                raw = await ws.receive_text()
-                if len(raw.encode()) > config.max_body:
-                    await _ws_error(ws, f"the message exceeds {config.max_body} bytes", "body_too_large")
-                    continue
-                try:
-                    msg = json.loads(raw)
-                except ValueError:
-                    await _ws_error(ws, "the message is not JSON", "INVALID_JSON")
-                    continue
-                kind = msg.get("type") if isinstance(msg, dict) else None
-                try:
-                    if kind == "reset":
-                        await session.end(eid)
-                        eid = None
-                        eid, out = await session.reset(msg.get("data") or {})
-                        await ws.send_text(json.dumps({"type": "observation", "data": out}))
-                    elif kind == "step":
-                        if eid is None:
-                            raise ApiError(409, "no_episode", "send a reset before the first step")
-                        out = await session.step(eid, msg.get("data"))
-                        await ws.send_text(json.dumps({"type": "observation", "data": out}))
-                    elif kind == "state":
-                        await ws.send_text(json.dumps({"type": "state", "data": session.state(eid)}))
-                    elif kind == "close":
-                        break
-                    else:
-                        await _ws_error(ws, f"unknown message type {str(kind)[:40]!r} "
-                                            "(reset, step, state, close)", "UNKNOWN_TYPE")
-                except ApiError as exc:
-                    await _ws_error(ws, exc.message, exc.code)
-        except WebSocketDisconnect:
-            pass
-        finally:
-            await session.end(eid)
-        try:
-            await ws.close()
-        except RuntimeError:  # already closed by the client
-            pass
+        await _ws_session(ws, session, config.idle_timeout, config.max_body)
+
+
+async def _ws_session(ws: WebSocket, session: _Session, idle_timeout: float, max_body: int) -> None:
+    """One WebSocket session: messages until the client closes, leaves or idles out.
+
+    Each message is its own bounded read: at most ``max_body`` bytes (uvicorn closes with 1009
+    above it, see ``server.limits.ws_limits``) within ``idle_timeout`` seconds of the last reply
+    (else close 1001). The session lives as long as its episode's idle timeout allows; it is not
+    bound by the HTTP request deadlines. A binary frame is closed with 1003, a message nested more
+    than MAX_JSON_DEPTH levels with 1008, an internal failure with 1011 -- close codes, never a
+    traceback -- and the episode ends with the session however it ends.
+    """
+    eid: str | None = None
+    close = (1000, "")
+    try:
+        while True:
+            try:
+                message = await asyncio.wait_for(ws.receive(), timeout=idle_timeout)
+            except TimeoutError:
+                close = (1001, f"no message for {idle_timeout:g} s (the server's idle timeout)")
+                break
+            if message["type"] == "websocket.disconnect":
+                return
+            raw = message.get("text")
+            if raw is None:
+                close = (1003, "binary frames are not supported: send JSON text")
+                break
+            if len(raw.encode("utf-8", "replace")) > max_body:
+                close = (1009, f"the message exceeds {max_body} bytes")
+                break
+            if json_depth(raw) > MAX_JSON_DEPTH:
+                close = (1008, f"the message is nested more than {MAX_JSON_DEPTH} levels deep")
+                break
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                await _ws_error(ws, "the message is not JSON", "INVALID_JSON")
+                continue
+            kind = msg.get("type") if isinstance(msg, dict) else None
+            if kind == "close":
+                break
+            if kind == "reset":  # a new episode replaces the session's current one
+                await session.end(eid)
+                eid = None
+            try:
+                reply = await _ws_reply(session, kind, msg, eid)
+            except ApiError as exc:
+                await _ws_error(ws, exc.message, exc.code)
+                continue
+            if reply is None:
+                await _ws_error(ws, f"unknown message type {str(kind)[:40]!r} (reset, step, state, close)",
+                                "UNKNOWN_TYPE")
+                continue
+            eid, out = reply
+            await ws.send_text(json.dumps(out))
+    except (WebSocketDisconnect, OSError, RuntimeError):
+        return  # the client left (mid-reply, or its close raced ours): nothing to tell it
+    except Exception as exc:  # noqa: BLE001 -- one line in the log and a close code, not a traceback
+        _LOG.error("openenv websocket: internal error: %s: %s", type(exc).__name__, str(exc)[:300])
+        close = (1011, "internal error")
+    finally:
+        await session.end(eid)
+    with contextlib.suppress(WebSocketDisconnect, OSError, RuntimeError):
+        await ws.close(code=close[0], reason=close[1][:120])
+
+
+async def _ws_reply(session: _Session, kind: object, msg: dict,
+                    eid: str | None) -> tuple[str | None, dict] | None:
+    """(the session's episode id after the message, the reply); None for an unknown type."""
+    if kind == "reset":
+        eid, out = await session.reset(msg.get("data") or {})
+        return eid, {"type": "observation", "data": out}
+    if kind == "step":
+        if eid is None:
+            raise ApiError(409, "no_episode", "send a reset before the first step")
+        return eid, {"type": "observation", "data": await session.step(eid, msg.get("data"))}
+    if kind == "state":
+        return eid, {"type": "state", "data": session.state(eid)}
+    return None
 
 
 async def _json_body(request: Request, default: Any = None) -> Any:

@@ -110,3 +110,162 @@ def test_websocket_needs_the_token_when_the_server_has_one():
             asyncio.run(talk({"Authorization": "Bearer wrong"}))
         ok = asyncio.run(talk({"Authorization": "Bearer s3cret-token"}))
         assert ok["type"] == "observation" and ok["data"]["observation"]["text"].startswith("Task: event")
+
+
+def test_a_websocket_episode_lasts_longer_than_a_minute(server):
+    """The body deadline of the upgrade request (30 s) used to close every WebSocket session and
+    end its episode. A session lives as long as the episode's idle timeout allows: here an episode
+    of more than 60 s, with pauses longer than the body deadline, over the stock client."""
+    import time
+
+    from openenv.core.generic_client import GenericEnvClient
+
+    task = load_task("handshake")
+    assert server.state.config.body_timeout < 35
+    start = time.monotonic()
+    with GenericEnvClient(base_url=f"{server.url}/openenv", message_timeout_s=300).sync() as env:
+        env.reset(task="handshake")
+        time.sleep(server.state.config.body_timeout + 5)
+        r = env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
+        assert r.observation["error"] is None
+        time.sleep(30)
+        r = env.step({"tool": "submit", "arguments": {}})
+        assert r.done and r.reward == 1.0
+    assert time.monotonic() - start > 60
+
+
+def _ws_url(srv) -> str:
+    return srv.url.replace("http://", "ws://") + "/openenv/ws"
+
+
+@pytest.fixture
+def server_log():
+    """Records of the server's loggers (uvicorn's do not reach the root logger)."""
+    import logging
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler = Keep(level=logging.WARNING)
+    loggers = [logging.getLogger(n) for n in ("uvicorn.error", "uvicorn", "cdc_env.server")]
+    for lg in loggers:
+        lg.addHandler(handler)
+    yield records
+    for lg in loggers:
+        lg.removeHandler(handler)
+
+
+def test_bad_websocket_messages_get_close_codes_not_tracebacks(server, server_log):
+    import asyncio
+    import json
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    async def close_code(payload: str | bytes) -> int:
+        async with connect(_ws_url(server), max_size=None) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"task": "event"}}))
+            assert json.loads(await ws.recv())["type"] == "observation"
+            await ws.send(payload)
+            try:
+                await ws.recv()
+            except ConnectionClosed as exc:
+                return exc.rcvd.code if exc.rcvd else -1
+            return 0
+
+    before = set(server.state.episodes)
+    assert asyncio.run(close_code(b"\x00\x01binary")) == 1003
+    assert asyncio.run(close_code("[" * 100_000)) == 1008
+    assert asyncio.run(close_code('{"type": "state", "pad": "' + "x" * (2 << 20) + '"}')) == 1009
+    assert not [r.getMessage() for r in server_log if r.levelname in ("ERROR", "CRITICAL")]
+    assert set(server.state.episodes) <= before  # every session's episode ended with it
+
+
+def test_a_client_that_leaves_mid_grade_leaves_no_traceback_and_no_episode(server, server_log):
+    import asyncio
+    import json
+    import time
+
+    from websockets.asyncio.client import connect
+
+    before = set(server.state.episodes)
+
+    async def leave() -> str:
+        async with connect(_ws_url(server)) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"task": "handshake"}}))
+            eid = json.loads(await ws.recv())["data"]["observation"]["episode_id"]
+            await ws.send(json.dumps({"type": "step", "data": {"tool": "submit"}}))
+            ws.transport.abort()  # gone without a close frame, while the server grades
+            return eid
+
+    async def close_and_leave() -> str:
+        async with connect(_ws_url(server)) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"task": "event"}}))
+            eid = json.loads(await ws.recv())["data"]["observation"]["episode_id"]
+            await ws.send(json.dumps({"type": "close"}))
+            ws.transport.abort()  # the server's close finds nobody
+            return eid
+
+    async def just_leave() -> str:
+        ws = await connect(_ws_url(server))
+        await ws.send(json.dumps({"type": "reset", "data": {"task": "event"}}))
+        eid = json.loads(await ws.recv())["data"]["observation"]["episode_id"]
+        ws.transport.abort()  # an idle session's client vanishes
+        return eid
+
+    for eid in (asyncio.run(leave()), asyncio.run(close_and_leave()), asyncio.run(just_leave())):
+        for _ in range(600):  # the grade finishes, the reply finds nobody, the episode ends
+            if eid not in server.state.episodes:
+                break
+            time.sleep(0.1)
+        assert eid not in server.state.episodes
+    time.sleep(0.5)  # let the server finish with both connections
+    assert set(server.state.episodes) <= before
+    assert not [r.getMessage() for r in server_log if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def _peak_rss_kb() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+
+
+def test_what_one_websocket_makes_the_server_hold_is_bounded(server):
+    """A burst of compressible messages sent while the server grades: with per-message compression
+    one socket read expanded to hundreds of MiB in the server's queue (557 MiB here). Now a message
+    is at most max_body bytes on the wire and in memory, so the server process's peak grows by
+    little (the server runs in this process; the client's own 15 MiB message counts too)."""
+    import asyncio
+    import json
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak RSS (VmHWM)
+    except OSError:
+        pytest.skip("cannot reset the peak RSS here (/proc/self/clear_refs)")
+    base = _peak_rss_kb()
+    big = json.dumps({"type": "state", "pad": " " * (15 << 20)})
+
+    async def flood() -> None:
+        async with connect(_ws_url(server), compression="deflate", max_size=None) as ws:
+            try:
+                await ws.send(json.dumps({"type": "reset", "data": {"task": "handshake"}}))
+                await ws.recv()
+                # while the server grades, the burst waits in the socket, then arrives in one read
+                await ws.send(json.dumps({"type": "step", "data": {"tool": "submit"}}))
+                for _ in range(40):
+                    await ws.send(big)
+                while True:
+                    await ws.recv()
+            except ConnectionClosed:
+                pass
+
+    asyncio.run(flood())
+    grown_mib = (_peak_rss_kb() - base) / 1024
+    print(f"peak RSS grew by {grown_mib:.0f} MiB")
+    assert grown_mib < 100, f"the server's process grew by {grown_mib:.0f} MiB"

@@ -70,3 +70,36 @@ def test_every_report_field_has_a_description():
 
     walk(report_schema(), "report")
     assert missing == []
+
+
+@needs_icarus
+def test_a_wheel_installed_under_usr_grades_defect_and_reference(wheel):
+    """The common deployment: pip as root into a system or container Python, i.e. under /usr. The
+    sandbox binds /usr read-only and hides the package's folders there (nested ones included);
+    the self-test must accept that hiding, and a grade must reach its verdict, not tool_error."""
+    import shutil
+    import tempfile
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    parent = Path("/usr/local/lib")
+    if not os.access(parent, os.W_OK):
+        pytest.skip(f"{parent} is not writable here (the test installs under /usr like a container's pip)")
+    prefix = Path(tempfile.mkdtemp(prefix="cdc-env-ci-", dir=parent))
+    try:
+        site = prefix / "python3" / "site-packages"
+        subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),
+                        str(wheel)], check=True, capture_output=True, timeout=600)
+        code = ("import json, cdc_env, cdc_env.paths as p; from cdc_env.grade import grade; "
+                "t = cdc_env.load_task('handshake'); "
+                "r = [grade(t, x, hidden=8)['verdict'] for x in (t.defective_text, t.reference_text)]; "
+                "print(json.dumps([str(p.data_root()), r]))")
+        env = {**os.environ, "PYTHONPATH": str(site)}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=prefix,
+                             env=env, timeout=600)
+        assert out.returncode == 0, out.stderr[-500:]
+        root, verdicts = json.loads(out.stdout.strip().splitlines()[-1])
+        assert root.startswith(str(site)) and root.startswith("/usr/")
+        assert verdicts[1] == "pass" and verdicts[0] in ("fail", "overfit"), verdicts
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)

@@ -5,7 +5,8 @@
 - tool arguments checked against the tool's JSON Schema before an environment goes to a worker
   (``check_arguments``);
 - per-connection deadlines for a request's head and body and a cap on open connections
-  (``guarded_protocol``, a uvicorn h11 protocol).
+  (``guarded_protocol``, a uvicorn h11 protocol); an upgraded WebSocket leaves them behind and
+  is bounded per message instead (``server_openenv``, ``ws_limits``).
 """
 
 from __future__ import annotations
@@ -156,6 +157,17 @@ def check_arguments(tool: object, arguments: object) -> tuple[object, bool]:
     return (parsed, True) if problem is None else (arguments, False)
 
 
+WS_READ_CHUNK = 256 * 1024  # the most asyncio reads from a socket at once (bytes)
+
+
+def ws_limits(max_body: int) -> dict[str, Any]:
+    """uvicorn's WebSocket settings: a message is at most ``max_body`` bytes (larger: close 1009),
+    and no per-message compression, so what the server holds for one WebSocket before the app
+    reads it is at most one socket read (``WS_READ_CHUNK``) of messages plus one partial message.
+    With compression, one read of deflated messages could expand to hundreds of MiB."""
+    return {"ws_max_size": max_body, "ws_per_message_deflate": False}
+
+
 def guarded_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:
     """uvicorn's h11 protocol with a deadline for each request's head and body and a connection cap."""
     import h11
@@ -165,6 +177,7 @@ def guarded_protocol(header_timeout: float, body_timeout: float, max_connections
         _guard: asyncio.TimerHandle | None = None
         _guard_kind = ""
         _opened = 0.0
+        _upgraded = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -197,8 +210,18 @@ def guarded_protocol(header_timeout: float, body_timeout: float, max_connections
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
+            if self._upgraded:  # this call handed the connection to the WebSocket protocol
+                return
             state = self.conn.their_state
             self._arm("head" if state is h11.IDLE else "body" if state is h11.SEND_BODY else "")
+
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            # The WebSocket protocol takes the connection over; from here its life is bounded by
+            # the session's own per-message read (idle timeout) and keep-alive pings, not by the
+            # body deadline of the upgrade request (which used to close every session after it).
+            self._upgraded = True
+            self._arm("")
+            super().handle_websocket_upgrade(event)
 
         def on_response_complete(self) -> None:
             self._arm("")  # between requests uvicorn's keep-alive timeout applies

@@ -12,9 +12,9 @@ from typing import Any
 
 from ..errors import CdcError
 from .app import create_app
-from .config import ServerConfig
+from .config import DEFAULT_MAX_BODY, ServerConfig
 from .episodes import EnvServer
-from .limits import guarded_protocol
+from .limits import guarded_protocol, ws_limits
 
 
 def is_loopback(host: str) -> bool:
@@ -63,8 +63,9 @@ def uvicorn_server(app: Any, config: ServerConfig | None = None) -> Any:
     c = config or getattr(getattr(app, "state", None), "env_server", None)
     c = c.config if isinstance(c, EnvServer) else c
     http = guarded_protocol(c.header_timeout, c.body_timeout, c.max_connections) if c is not None else "h11"
+    ws = ws_limits(c.max_body if c is not None else DEFAULT_MAX_BODY)
     return uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                         timeout_keep_alive=30, http=http))
+                                         timeout_keep_alive=30, http=http, **ws))
 
 
 @dataclass

@@ -356,10 +356,21 @@ def hidden_paths() -> list[Path]:
     """The package's own files: its sources, task folders (reference fixes), trusted runners and cache."""
     from .. import paths  # noqa: PLC0415 -- paths imports nothing of ours; kept local for clarity
 
-    out = [Path(__file__).resolve().parent, paths.data_root().resolve(), paths.tasks_dir().resolve()]
+    out = [Path(__file__).resolve().parents[1], paths.data_root().resolve(), paths.tasks_dir().resolve()]
     cache = os.environ.get("CDC_ENV_CACHE")
     out.append(Path(cache).resolve() if cache else (Path.home() / ".cache" / "cdc_env").resolve())
     return out
+
+
+def outermost(paths: list[Path]) -> list[Path]:
+    """``paths`` without those inside another one of them (sorted).
+
+    Hiding a folder and then a folder inside it would leave an empty mount point in the outer
+    tmpfs (in a wheel, ``_data/tasks`` inside ``_data``): the package would be hidden, but not
+    empty, and the self-test would rightly refuse it. Hiding the outer folder hides the inner.
+    """
+    unique = sorted(set(paths))
+    return [p for p in unique if not any(p != q and p.is_relative_to(q) for q in unique)]
 
 
 def _bound_roots() -> list[Path]:
@@ -402,7 +413,7 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     # The package's own files go under empty tmpfs wherever a bind exposed them; a tool's own
     # read-only path inside one of them (e.g. the cached runtime) is bound again on top.
     bound = _bound_roots() + [Path(p).resolve() for p in ro_paths]
-    hide = sorted({h for h in hidden_paths() if h.is_dir() and any(h.is_relative_to(b) for b in bound)})
+    hide = outermost([h for h in hidden_paths() if h.is_dir() and any(h.is_relative_to(b) for b in bound)])
     for h in hide:
         argv += ["--tmpfs", str(h)]
     for p in ro_paths:
