@@ -107,3 +107,41 @@ def test_cli_mint_refuses_a_short_key_and_a_used_folder(tmp_path):
     mint(k, tmp_path / "ok", gate=False, calibrate=False)
     r = cli("verify", "--dir", str(tmp_path / "ok"), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["ok"]
+
+
+def test_search_order_and_alternative_draws_are_fixed_by_the_key(tmp_path):
+    """The search walks the traffic ranges at the default run length first, then the other run
+    lengths, then other parameter draws from the key (same name, style and shape)."""
+    from cdc_env.fifo.heldout import ALT_PARAMS, RUN_SLOW_TRIES, WR_PCT_TRIES, alternative, search_steps
+
+    steps = search_steps()
+    assert steps[: len(WR_PCT_TRIES)] == [(0, RUN_SLOW_TRIES[0], w) for w in range(len(WR_PCT_TRIES))]
+    assert len(steps) == (ALT_PARAMS + 1) * len(RUN_SLOW_TRIES) * len(WR_PCT_TRIES) == len(set(steps))
+    key = b"throwaway-key-for-tests-0007"
+    for i, p in enumerate(derive(key)):
+        assert alternative(key, p, i, 0) == p
+        alts = [alternative(key, p, i, k) for k in range(1, ALT_PARAMS + 1)]
+        assert alts == [alternative(key, p, i, k) for k in range(1, ALT_PARAMS + 1)]
+        assert all((a.id, a.module, a.style, a.shape) == (p.id, p.module, p.style, p.shape) for a in alts)
+
+
+def test_mint_writes_nothing_and_fails_when_a_search_is_exhausted(tmp_path, monkeypatch):
+    """When no step of a variant's search passes the gate, minting raises (the CLI exits
+    non-zero) and leaves the output folder empty: a partial set never looks minted."""
+    import pytest
+
+    from cdc_env.errors import CdcError
+    from cdc_env.fifo import heldout
+
+    calls = []
+
+    def exhausted(key, i, p, gate, progress, steps):
+        calls.append(i)
+        return None if i == 2 else (p, {"ok": True, "problems": []}, steps[0])
+
+    monkeypatch.setattr(heldout, "_calibrate", exhausted)
+    k = _key(tmp_path, "k", "throwaway-key-for-tests-0008")
+    with pytest.raises(CdcError, match="passes the variant gate"):
+        mint(k, tmp_path / "set")
+    assert calls == [0, 1, 2]
+    assert not (tmp_path / "set").exists() or not any((tmp_path / "set").iterdir())

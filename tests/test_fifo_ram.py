@@ -181,6 +181,25 @@ def test_a_mailbox_in_storage_is_exposed_and_only_by_the_model():
     assert all(r.status == "pass" for r in off), [r.reason for r in off]
 
 
+GRAY_MAILBOX_FIX = "../fixtures/fifo-gray-mailbox-in-cdc-ram/submission.v"
+
+
+def test_a_gray_mailbox_is_exposed_by_the_two_cycle_window():
+    """The Gray write pointer through a one-entry cdc_ram and one read-domain register (fixture
+    fifo-gray-mailbox-in-cdc-ram; the gate refuses it, this is the model alone): with a one-cycle
+    window it behaved like a synchronizer and passed every seed, since its words were one read
+    edge old when read. With the two-cycle window (issue 23) those words are still young and the
+    reader gets words with old bits; with settling off it passes."""
+    t = load_task("fifo_01")
+    text = (paths.tasks_dir() / GRAY_MAILBOX_FIX).read_text()
+    seeds = list(t.seeds.visible)
+    on = _run(t, text, seeds)
+    assert sum(r.status == "fail" for r in on) >= 1, [r.reason for r in on]
+    assert any("read" in r.reason and "expected" in r.reason for r in on if r.status == "fail")
+    off = _run(t, text, seeds, settle=False)
+    assert all(r.status == "pass" for r in off), [r.reason for r in off]
+
+
 def test_stress_mode_reads_every_young_bit_old(tmp_path):
     """CDC_RAM_ALL_LATE (used above to prove a correct FIFO never reads a young entry) really
     makes every young bit read old, and still only while the entry is young."""

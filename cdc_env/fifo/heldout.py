@@ -14,6 +14,14 @@ fixed label, which does not reveal the key). The manifest holds no source; an op
 or publish it to prove later which set was used. ``verify`` re-hashes a folder against its
 manifest and, given the key, re-mints into a scratch folder and compares.
 
+Every variant must pass the full gate. Its search is deterministic from the key (``search_steps``):
+the write-traffic ranges (WR_PCT_TRIES) over the default run length, then the other stimulus
+knob, the run length (RUN_SLOW_TRIES), then other parameters -- burst, data width and status
+outputs drawn again from the key (ALT_PARAMS draws; name, style and defect shape stay) -- each
+with the stimulus knobs again. The first step whose gate holds is kept and recorded in the
+manifest (``search_step``), so ``verify`` re-mints the same texts. If a variant exhausts the
+search, nothing is written and minting fails (``cdc-env heldout mint`` exits non-zero).
+
 Same key -> byte-identical folders and manifest (simulation is deterministic). The repository
 holds this code and tests that use a throwaway key; never a minted source.
 """
@@ -40,6 +48,8 @@ HELDOUT_MODULES = ("frame_fifo", "cross_queue", "edge_buffer", "clk_bridge", "se
                    "line_buffer", "event_queue", "tlm_fifo", "relay_fifo")
 # Stimulus ranges tried in order until the gate holds (deterministic: the first that passes).
 WR_PCT_TRIES = ((30, 90), (20, 90), (40, 95), (15, 80), (50, 100), (10, 70))
+RUN_SLOW_TRIES = (300, 450, 200)  # run lengths (slow cycles); the first is the family's default
+ALT_PARAMS = 3  # further draws of burst, width and status outputs, after the stimulus knobs
 
 
 class _Draw:
@@ -68,6 +78,23 @@ def key_fingerprint(key: bytes) -> str:
     return hmac.new(key, b"cdc-env heldout key fingerprint v1", hashlib.sha256).hexdigest()
 
 
+def alternative(key: bytes, p: FifoParams, i: int, k: int) -> FifoParams:
+    """Variant ``i``'s parameters for search draw ``k``: ``p`` itself for k = 0, else burst, data
+    width and status outputs drawn again from the key (id, module, style and shape stay)."""
+    if k == 0:
+        return p
+    d = _Draw(key, f"variant{i}-alt{k}")
+    extras = tuple(e for e in ("level", "busy", "wlevel") if d.below(2))
+    return replace(p, width=HELDOUT_WIDTHS[d.below(len(HELDOUT_WIDTHS))],
+                   burst=HELDOUT_BURSTS[d.below(len(HELDOUT_BURSTS))], extras=extras)
+
+
+def search_steps() -> list[tuple[int, int, int]]:  # see Step below
+    """The search order: (parameter draw, run length, traffic range index)."""
+    return [(k, run, w) for k in range(ALT_PARAMS + 1) for run in RUN_SLOW_TRIES
+            for w in range(len(WR_PCT_TRIES))]
+
+
 def derive(key: bytes) -> list[FifoParams]:
     """The held-out variants' parameters (visible seeds and stimulus not yet calibrated)."""
     out = []
@@ -93,13 +120,16 @@ def fingerprint(hashes: dict[str, str]) -> str:
     return hashlib.sha256("".join(f"{k}\0{v}\n" for k, v in sorted(hashes.items())).encode()).hexdigest()
 
 
-def _calibrate(p: FifoParams, gate: bool, progress,
-               tries: tuple[int, ...]) -> tuple[FifoParams, dict | None, int]:
-    """Pick the stimulus range: try WR_PCT_TRIES[t] for t in ``tries``; keep the first whose
-    visible seeds can be chosen and whose defect is caught within the band on the hidden seeds,
-    then (with ``gate``) run the full gate. A range that catches too few moves on to lighter
-    write traffic only (the reader then waits on a near-empty FIFO more often), too many to
-    heavier traffic only. Return (params, gate row, index of the range)."""
+Step = tuple[int, int, int]  # (parameter draw, run length, traffic range index)
+
+
+def _calibrate(key: bytes, i: int, p: FifoParams, gate: bool, progress,
+               steps: list[Step]) -> tuple[FifoParams, dict | None, Step] | None:
+    """Walk ``steps`` (see ``search_steps``); keep the first whose visible seeds can be chosen and
+    whose defect is caught within the band on the hidden seeds, and (with ``gate``) whose full
+    gate holds. Within one parameter draw and run length, a range that catches too few moves on
+    to lighter write traffic only (the reader then waits on a near-empty FIFO more often), too
+    many to heavier traffic only. Return (params, gate row, step), or None when no step holds."""
     from ..sim.seeds import hidden_seeds
     from ..task import load_task
     from ..taskgate import count_failures, gate_task, hidden_band
@@ -108,14 +138,16 @@ def _calibrate(p: FifoParams, gate: bool, progress,
     def load(wr: tuple[int, int]) -> float:
         return (wr[0] + wr[1]) / 2
 
-    last: tuple[FifoParams, dict | None, int] | None = None
-    direction = 0  # -1: only lighter traffic from now on, +1: only heavier
-    for t in tries:
-        wr = WR_PCT_TRIES[t]
-        if last is not None and direction and (load(wr) - load(last[0].wr_pct)) * direction <= 0:
+    group, last_wr, direction = None, None, 0  # direction -1: only lighter traffic, +1: heavier
+    for step in steps:
+        k, run, w = step
+        wr = WR_PCT_TRIES[w]
+        if (k, run) != group:
+            group, last_wr, direction = (k, run), None, 0
+        if last_wr is not None and direction and (load(wr) - load(last_wr)) * direction <= 0:
             continue
         try:
-            q = choose_visible(replace(p, wr_pct=wr))
+            q = choose_visible(replace(alternative(key, p, i, k), wr_pct=wr, run_slow_cycles=run))
         except CdcError:
             continue
         work = Path(tempfile.mkdtemp(prefix="cdc-heldout-gate-"))
@@ -125,32 +157,31 @@ def _calibrate(p: FifoParams, gate: bool, progress,
             caught, _ = count_failures(task, task.defective_text, hidden_seeds(task), settle=True,
                                        hidden_checks=False)
             if progress:
-                progress(f"  {q.id} wr_pct {wr}: defect caught on {caught}/200 (band {lo}-{hi})")
-            row = {"task": q.id, "ok": True, "defect_hidden_fail_settle": caught, "problems": []}
-            if not lo <= caught <= hi:
-                row = {"task": q.id, "ok": False, "defect_hidden_fail_settle": caught,
-                       "problems": [f"defect caught on {caught} hidden seeds (need {lo}-{hi})"]}
-            elif gate:
+                progress(f"  {q.id} draw {k}, {run} slow cycles, wr_pct {wr}: defect caught on "
+                         f"{caught}/200 (band {lo}-{hi})")
+            row = {"task": q.id, "ok": lo <= caught <= hi, "defect_hidden_fail_settle": caught,
+                   "problems": [] if lo <= caught <= hi else
+                   [f"defect caught on {caught} hidden seeds (need {lo}-{hi})"]}
+            if row["ok"] and gate:
                 row = gate_task(task)
                 if progress:
                     progress(f"  {q.id} gate: {'ok' if row['ok'] else '; '.join(row['problems'])}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if row["ok"]:
-            return q, (row if gate else None), t
+            return q, (row if gate else None), step
         direction = -1 if caught < lo else 1 if caught > hi else direction
-        last = (q, row, t)
-    if last is None:
-        raise CdcError(f"{p.id}: could not choose visible seeds for any stimulus range")
-    return last
+        last_wr = wr
+    return None
 
 
 def mint(key_file: Path, out: Path, *, gate: bool = True, calibrate: bool = True, force: bool = False,
-         progress=None, _tries: list[int] | None = None) -> dict:
+         progress=None, _steps: list[list[int]] | None = None) -> dict:
     """Mint the held-out set into ``out``; return the manifest (also written to ``out``).
 
-    gate: run the 200-seed gate for each variant (and try the next stimulus range if it fails).
+    gate: run the 200-seed gate for each variant (and go on with the search if it fails).
     calibrate: choose visible seeds by simulation (off only in tests that check the text alone).
+    Raises CdcError, writing nothing, when a variant's search is exhausted.
     """
     key = read_key(Path(key_file))
     out = Path(out)
@@ -160,16 +191,26 @@ def mint(key_file: Path, out: Path, *, gate: bool = True, calibrate: bool = True
         if not (out / MANIFEST).is_file():
             raise CdcError(f"{out} is not empty and holds no {MANIFEST}: refusing to replace it")
         shutil.rmtree(out)
-    variants = []
+    variants, chosen = [], []
     for i, p in enumerate(derive(key)):
         if progress:
             progress(f"minting {p.id} ({p.style}, depth {p.depth}, burst {p.burst}, {p.shape})")
-        tries = (_tries[i],) if _tries is not None else tuple(range(len(WR_PCT_TRIES)))
-        q, row, t = _calibrate(p, gate, progress, tries) if calibrate else (p, None, 0)
-        write_task(q, out / q.id)
+        if not calibrate:
+            q, row, step = p, None, (0, p.run_slow_cycles, 0)
+        else:
+            steps = [tuple(_steps[i])] if _steps is not None else search_steps()
+            found = _calibrate(key, i, p, gate, progress, steps)
+            if found is None:
+                raise CdcError(f"{p.id}: no step of the search ({len(steps)} parameter draws, run lengths "
+                               f"and traffic ranges) passes the variant gate; nothing was written")
+            q, row, step = found
+        chosen.append(q)
         hashes = file_hashes(q)
         variants.append({"id": q.id, "params_sha256": hashlib.sha256(q.to_json().encode()).hexdigest(),
-                         "stimulus_try": t, "files": hashes, "fingerprint": fingerprint(hashes), "gate": row})
+                         "search_step": list(step), "files": hashes, "fingerprint": fingerprint(hashes),
+                         "gate": row})
+    for q in chosen:  # only once all four hold
+        write_task(q, out / q.id)
     manifest = {"version": 1, "family": "fifo", "key_fingerprint": key_fingerprint(key),
                 "gated": gate, "calibrated": calibrate, "variants": variants}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
@@ -209,7 +250,8 @@ def verify(folder: Path, key_file: Path | None = None) -> dict:
                 # Re-mint the same texts: same stimulus choice, visible seeds re-chosen, no gate.
                 again = mint(Path(key_file), scratch / "set", gate=False,
                              calibrate=manifest.get("calibrated", True),
-                             _tries=[v.get("stimulus_try", 0) for v in manifest["variants"]])
+                             _steps=[v.get("search_step", [0, RUN_SLOW_TRIES[0], 0])
+                                     for v in manifest["variants"]])
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
             res["key_ok"] = [v["fingerprint"] for v in again["variants"]] == \

@@ -11,12 +11,13 @@
 //           willing); overflow shows as a lost or wrong word.
 //   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
 //           its last not yet).
-//   level   after every clk_b edge: the words written as of some time in the last 6 clk_b +
-//           1 clk_a cycles (a value the write count held in that window) minus the words
-//           read (as of this or the previous clk_b edge); when no word was written in that
-//           window, exactly the fill.
-//   wlevel  at every clk_a edge: the words written (as of this or the previous clk_a edge) minus
-//           the words read as of some time in the last 6 clk_a + 1 clk_b cycles.
+//   level   after every clk_b edge (hidden seeds; on every seed when no word was written in the
+//           window): the words written as of some time in the last 6 clk_b + 1 clk_a
+//           cycles (a value the write count held in that window) minus the words read (as of this
+//           or the previous clk_b edge); when no word was written in that window, exactly the fill.
+//   wlevel  at every clk_a edge (hidden seeds; on every seed when no word was read in the window):
+//           the words written (as of this or the previous clk_a edge) minus the words read as of
+//           some time in the last 6 clk_a + 1 clk_b cycles.
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR fifo_tb
 module fifo_tb;
@@ -89,11 +90,13 @@ module fifo_tb;
     if (HAS_WLEVEL) begin
       while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= $time) rd_old = rd_old + 32'd1;
       if (^wlevel === 1'bx) tb_fail("write level is X or Z");
-      note_check;
-      if ({27'd0, wlevel} + read_n < wr_prev || {27'd0, wlevel} + rd_old > written) begin
-        $sformat(msg, "write level %0d outside %0d-%0d: the fill (%0d written, %0d read) over the last %0d ps of reads",
-                 wlevel, wr_prev - read_n, written - rd_old, written, read_n, lag_w);
-        tb_fail(msg);
+      if (rd_old == read_n || gray_check_on) begin  // quiet for lag_w ps, or a hidden seed
+        note_check;
+        if ({27'd0, wlevel} + read_n < wr_prev || {27'd0, wlevel} + rd_old > written) begin
+          $sformat(msg, "write level %0d outside %0d-%0d: the fill (%0d written, %0d read) over the last %0d ps of reads",
+                   wlevel, wr_prev - read_n, written - rd_old, written, read_n, lag_w);
+          tb_fail(msg);
+        end
       end
     end
     if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
@@ -153,11 +156,13 @@ module fifo_tb;
     if (HAS_LEVEL && seeded) begin
       while (wr_old < written && wr_t[wr_old[7:0]] + lag_r <= $time) wr_old = wr_old + 32'd1;
       if (^level === 1'bx) tb_fail("read level is X or Z");
-      note_check;
-      if ({27'd0, level} + read_n < wr_old || {27'd0, level} + rd_prev > written) begin
-        $sformat(msg, "read level %0d outside %0d-%0d: the fill (%0d written, %0d read) over the last %0d ps of writes",
-                 level, wr_old - read_n, written - rd_prev, written, read_n, lag_r);
-        tb_fail(msg);
+      if (wr_old == written || gray_check_on) begin  // quiet for lag_r ps, or a hidden seed
+        note_check;
+        if ({27'd0, level} + read_n < wr_old || {27'd0, level} + rd_prev > written) begin
+          $sformat(msg, "read level %0d outside %0d-%0d: the fill (%0d written, %0d read) over the last %0d ps of writes",
+                   level, wr_old - read_n, written - rd_prev, written, read_n, lag_r);
+          tb_fail(msg);
+        end
       end
     end
     rd_prev = read_n;
