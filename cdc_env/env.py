@@ -400,6 +400,10 @@ def describe_visible_run(task: Task, report: dict) -> str:
         detail = allowlist.detail if allowlist else "no allowlist stage"
         return head + f"the design was not accepted: {detail}. Nothing was simulated."
     status = gate.status if gate else None
+    if build is not None and build.status == "compile_error" and status == "refused":
+        # The design does not compile: synthesis (slang) reported errors; nothing was simulated.
+        log = _clip_log(scrub_host_paths(build.detail, task)) or "(no compiler output)"
+        return f"{head}the design does not compile.\nCompiler output:\n{log}"
     if status == "refused":
         lines = [head + "the static checks refused the design; nothing was built or simulated. "
                  "A submission would be refused for the same reasons:"]

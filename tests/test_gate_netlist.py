@@ -211,3 +211,21 @@ def test_a_grade_simulates_the_netlist_not_the_submitted_text(tmp_path):
     assert "marker-comment-not-in-the-netlist" not in staged and "`timescale" not in staged
     assert sha256(staged) == r["netlist"]["sha256"] == gate(text).netlist["sha256"]
     assert r["netlist"]["flops"] == 5 and r["netlist"]["cells"] > 0
+
+
+def test_parametric_black_boxes_keep_their_own_widths():
+    # `hierarchy` would resize every cdc_sync_bus to its first parameterization's ports (a #(3)
+    # and a #(2) became two #(3)s, padding one input with a constant): the netlist must not.
+    text = FIFO.reference_text.replace(
+        "  cdc_sync_bus #(.WIDTH(5)) u_wr_ptr_sync (\n    .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), "
+        ".d_i(wr_ptr_gray_q), .q_o(wr_ptr_sync_rclk));",
+        "  cdc_sync_bus #(.WIDTH(3)) u_wr_hi (\n    .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), "
+        ".d_i(wr_ptr_gray_q[4:2]), .q_o(wr_ptr_sync_rclk[4:2]));\n"
+        "  cdc_sync_bus #(.WIDTH(2)) u_wr_lo (\n    .clk_i(clk_rd_i), .rst_ni(rst_rd_ni), "
+        ".d_i(wr_ptr_gray_q[1:0]), .q_o(wr_ptr_sync_rclk[1:0]));")
+    assert text != FIFO.reference_text
+    res = gate(text, FIFO)
+    assert res.status == "pass", res.findings
+    widths = {c["primitive"]: len(c["bits"]) for c in res.summary["crossings"]}
+    assert widths == {"u_wr_hi": 3, "u_wr_lo": 2, "u_rd_ptr_sync": 5, "u_storage": 1}
+    assert "1'h0, wr_ptr_gray_q" not in res.netlist["verilog"]

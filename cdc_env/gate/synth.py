@@ -3,7 +3,7 @@
 ``synthesize(workdir, top, files)`` runs Yosys (pyosys, with the slang front end ``read_slang``)
 on the design files plus the provided primitives as black-box stubs:
 
-    read_slang --allow-use-before-declare -> hierarchy -top <top> -> proc -> flatten -> opt
+    read_slang --allow-use-before-declare --top <top> -> proc -> flatten -> opt
     -> write_json netlist.json (the rules' input) + write_verilog -noattr netlist.v (what runs)
 
 It must run in the gate's bounded child (gate/__init__.py ``_in_child``): a Yosys error ends the
@@ -96,7 +96,10 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
                 "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
                 "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
                 f"--error-limit 20 --top {top} {STUB_NAME} " + " ".join(names), design)
-    ys.run_pass(f"hierarchy -top {top}; proc; flatten; opt", design)
+    # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
+    # `hierarchy` would resize every instance of a parametric black box to the ports of its
+    # first parameterization (cdc_sync_bus #(3) and #(5) in one design).
+    ys.run_pass("proc; flatten; opt", design)
     module = design.top_module()
     taken = {c.str().lstrip("\\") for c in module.cells_.keys()}
     for cell_name, cell in list(module.cells_.items()):
