@@ -123,9 +123,12 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
             return None
         lines.append(f"{nonce:016x}\t{tb_top}\t" + "\x1f".join(argv))
     n = len(plans)
+    # The runner's own RLIMIT_FSIZE must be at least a seed's: a process cannot raise its hard
+    # limit, so a smaller one (it was the runner's 64 KiB output cap) became every seed's.
     stage_limits = Limits(wall_s=min(limits.wall_s * n + 30.0, 3600.0), cpu_s=limits.cpu_s * n + 10,
-                          mem_bytes=limits.mem_bytes, out_bytes=1 << 16, file_bytes=limits.file_bytes,
-                          pids=limits.pids + 4)
+                          mem_bytes=limits.mem_bytes, out_bytes=1 << 16,
+                          file_bytes=limits.file_bytes or limits.out_bytes, pids=limits.pids + 4,
+                          tmp_bytes=limits.tmp_bytes)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     data = bytearray()

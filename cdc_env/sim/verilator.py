@@ -84,7 +84,7 @@ HARNESS = "cdc_batch_main.cpp"
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
-                    pids=64)
+                    pids=64, tmp_bytes=1 << 30)
 BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20, pids=32)
 # What a design may not contain on Verilator, whatever the gate says: C++ of its own ($c, `systemc_*)
 # and DPI imports run inside the simulator process that holds the verdict channel's nonce.
