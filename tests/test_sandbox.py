@@ -602,6 +602,18 @@ _STATE = {
     "key in the user keyring": (f'python3 -c "{_PY_KEY_FIND}"', f'python3 -c "{_PY_KEY_ADD}"'),
     "POSIX message queue": ("python3 -c \"" + _PY_MQ.format(flags=0) + "\"",
                             "python3 -c \"" + _PY_MQ.format(flags="0o102") + "\""),
+    # /tmp left in a shape a simple clean-up cannot walk (issue 27): unreadable or unwritable
+    # directories, a tree deeper than a recursion limit, a path longer than PATH_MAX
+    "directory of mode 000": ("[ -e /tmp/cdc_d000 ]", "mkdir -p /tmp/cdc_d000/in && : > /tmp/cdc_d000/in/f "
+                                                      "&& chmod 000 /tmp/cdc_d000"),
+    "directory of mode 500": ("[ -e /tmp/cdc_d500 ]",
+                              "mkdir -p /tmp/cdc_d500/in && : > /tmp/cdc_d500/f && chmod 500 /tmp/cdc_d500"),
+    "tree 70 levels deep": ("[ -e /tmp/cdc_deep ]",
+                            "mkdir /tmp/cdc_deep && cd /tmp/cdc_deep && for i in $(seq 70); do "
+                            "mkdir d && cd d; done && : > f"),
+    "path over 4 KB": ("[ -e /tmp/cdc_long ]",
+                       "mkdir /tmp/cdc_long && cd /tmp/cdc_long && for i in $(seq 24); do mkdir " + "y" * 200
+                       + " && cd " + "y" * 200 + "; done && : > f"),
     "process left behind": (
         "sleep 0.3; [ -e /tmp/cdc_ghost ]",
         "(for i in $(seq 400); do : > /tmp/cdc_ghost; sleep 0.02; done) >/dev/null 2>&1 &"),
@@ -771,3 +783,57 @@ def test_a_seed_learns_no_nonce(mode):
     mode.assert_runner_held()
     ctl = _stall_fix(_sh_leaks([_NONCE_SCAN.replace("python3 -c", "CDC_X=00112233aabbccdd python3 -c")]))
     assert grade(task, ctl, sim="verilator", hidden=0, gate=False)["verdict"] == "fail"
+
+
+# A seed fills its /tmp with 60 KB files (under its file-size limit) up to 120 MB: the write must
+# fail first. /tmp was a host folder without a bound (1.5 GiB reached the host's disk).
+_FILL_TMP = ("python3 -c \"import sys\\nfor i in range(2000):\\n try: open(f'/tmp/cdc_fill{i}', 'wb')"
+             ".write(bytes(60000))\\n except OSError: sys.exit(1)\"")
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_a_seeds_tmp_has_a_quota(mode):
+    """Every seed tries to write 120 MB to /tmp; each must be stopped by the tmpfs quota
+    (Limits.tmp_bytes, 64 MiB), and each gets the whole quota again (the runner empties /tmp)."""
+    task = load_task("handshake")
+    r = grade(task, _stall_fix(_sh_leaks([_FILL_TMP])), sim="verilator", hidden=0, gate=False)
+    assert r["verdict"] == "pass", r["reason"]
+    mode.assert_runner_held()
+    # control: 3 MB fit, so the probe can pass a write
+    ctl = grade(task, _stall_fix(_sh_leaks([_FILL_TMP.replace("range(2000)", "range(50)")])),
+                sim="verilator", hidden=0, gate=False)
+    assert ctl["verdict"] == "fail", ctl["reason"]
+
+
+_WRITE = "python3 -c \"open('/tmp/cdc_size', 'wb').write(bytes({n}))\""
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_a_seeds_file_size_limit_is_one_figure_in_both_modes(mode):
+    """RLIMIT_FSIZE of a seed is SEED_LIMITS' figure (its output cap, 1 MiB) in both modes: a
+    512 KB file is written, a 1.2 MB one is not. Under the stage runner it was 64 KiB (the
+    runner's own limit, which a seed cannot raise)."""
+    task = load_task("handshake")
+    body = (_sh_leaks(["! " + _WRITE.format(n=500_000), _WRITE.format(n=1_200_000)]))
+    r = grade(task, _stall_fix(body), sim="verilator", hidden=0, gate=False)
+    assert r["verdict"] == "pass", r["reason"]
+    mode.assert_runner_held()
+
+
+# prlimit / renice / ionice / taskset on every process but the seed's own shell and simulator
+_RETUNE = ("for p in 1 2 3; do [ $p -ne $$ ] && [ $p -ne $PPID ] && { prlimit --pid $p --nofile=4:4 || "
+           "renice -n 19 -p $p || ionice -c 3 -p $p || taskset -p 1 $p; } >/dev/null 2>&1 && exit 0; "
+           "done; renice -n 19 -u $(id -u) >/dev/null 2>&1 && exit 0; exit 1")
+
+
+@pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
+def test_a_seed_cannot_retune_its_runner(monkeypatch):
+    """Under the stage runner a seed may not change the runner's (or bubblewrap init's) resource
+    limits, priority, I/O priority or CPU affinity: the seccomp filter refuses prlimit64 on them
+    and setpriority / ioprio_set outright. (With one sandbox per seed there is no runner.)"""
+    from cdc_env.sim import stage as sim_stage
+
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "1")
+    task = load_task("handshake")
+    r = grade(task, _stall_fix(_sh_leaks([_RETUNE])), sim="verilator", hidden=0, gate=False)
+    assert r["verdict"] == "pass", r["reason"]

@@ -40,7 +40,7 @@ from .seeds import SeedPlan
 
 # A build may write large compiled outputs (file_bytes) but prints at most out_bytes.
 BUILD_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=1 << 30,
-                      pids=64)
+                      pids=64, tmp_bytes=1 << 30)
 SEED_LIMITS = Limits(wall_s=30.0, cpu_s=5, mem_bytes=1 << 30, out_bytes=1 << 20, pids=32)  # ~0.1 CPU-s a seed
 VERDICT_FD_ENV = "CDC_VERDICT_FD"
 _VERDICT = re.compile(

@@ -13,9 +13,9 @@ MAC does not match is *tampered*; one whose fingerprint differs from today's sou
 
 Two batching policies decide when a stage may try to batch (``BATCH_POLICIES``; docs/parity.md):
 ``"certified"`` only under a valid certificate for the exact patch; ``"self-checked"`` (the
-default) also without one, for a design that calls no system task that could carry state from
-one seed to the next in one process (``stateful_constructs``). ``CDC_ENV_BATCH_POLICY`` sets the
-default.
+default) also without one. Under both, a build that could carry state from one seed to the next
+in one process (random or stateful runtime calls in Verilator's generated C++,
+``verilator.batch_hazards``) never batches. ``CDC_ENV_BATCH_POLICY`` sets the default.
 
 Certificates live in ``$CDC_ENV_CACHE/certificates`` (default ~/.cache/cdc_env). The MAC keeps a
 certificate from being edited by hand or copied onto another patch; it does not protect against
@@ -29,7 +29,6 @@ import hmac
 import inspect
 import json
 import os
-import re
 import secrets
 import tempfile
 import time
@@ -112,37 +111,6 @@ def batch_policy(policy: str | None = None) -> str:
         src = "batch_policy" if policy is not None else BATCH_POLICY_ENV
         raise ValueError(f"{src}: unknown batching policy {name!r} (one of: {', '.join(BATCH_POLICIES)})")
     return name
-
-
-# The system functions a design may call and still batch under the self-checked policy: the
-# static gate's allowlist of pure ones (gate/policy.py PURE_SYSCALLS; a test keeps the two equal),
-# which this check repeats so that it holds with the gate off. Everything else keeps a design out:
-# file I/O ($fopen, $fwrite, $fread, $readmem*, ...), $system, the process-wide random state
-# ($random, $urandom, $dist_*: Verilator keeps it per thread, not per context), time ($time,
-# $realtime), output ($display, ...: a seed's output limit applies to the whole batch) and any
-# name not listed.
-_STATELESS_SYSCALLS = frozenset({"clog2", "signed", "unsigned", "bits", "size", "high", "low", "left",
-                                 "right", "countones", "onehot", "onehot0"})
-_SYSCALL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_$]*)")
-_CLASS = re.compile(r"\b(class|chandle|import|export)\b")
-
-
-def stateful_constructs(design_text: str) -> list[str]:
-    """The constructs in a design (comments and strings aside) that keep it out of self-checked batching.
-
-    Classes (their static members), chandles and DPI ("import"/"export") are listed too; the
-    build refuses DPI anyway (verilator.own_code).
-    """
-    bare = verilator._STRINGS_COMMENTS.sub(" ", design_text)
-    found = []
-    for m in _SYSCALL.finditer(bare):
-        name = m.group(1)
-        if name not in _STATELESS_SYSCALLS and f"${name}" not in found:
-            found.append(f"${name}")
-    for m in _CLASS.finditer(bare):
-        if m.group(1) not in found:
-            found.append(m.group(1))
-    return found
 
 
 # --- certificates ---------------------------------------------------------------------------

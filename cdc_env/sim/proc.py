@@ -55,6 +55,7 @@ class Limits:
     out_bytes: int = 1 << 20  # what the tool prints, stdout and stderr each
     file_bytes: int | None = None  # any file it writes (RLIMIT_FSIZE); None: out_bytes
     pids: int = 64  # processes and threads of the whole tree (needs a cgroup)
+    tmp_bytes: int = 64 << 20  # the sandbox's /tmp: a tmpfs of this size (charged to the run's memory)
 
 
 @dataclass
@@ -383,12 +384,15 @@ def _bound_roots() -> list[Path]:
 
 
 def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool = False,
-                 writable: bool = True, private_tmp: Path | None = None) -> list[str]:
+                 writable: bool = True, tmp_bytes: int = Limits.tmp_bytes,
+                 cpu_file: Path | None = None) -> list[str]:
     """The bubblewrap prefix for a command that may touch only ``scratch`` (and read ``ro_paths``).
 
     ``proc`` mounts a /proc (the self-test only; tools run without one). ``writable=False`` binds
-    ``scratch`` read-only (a simulation must not alter the build that later seeds run);
-    ``private_tmp`` is then the run's own writable /tmp (else /tmp is an empty tmpfs).
+    ``scratch`` read-only (a simulation must not alter the build that later seeds run). /tmp is
+    always a fresh tmpfs of ``tmp_bytes`` (its pages are charged to the run's memory cgroup): a
+    quota, and nothing of it reaches the host's disk. ``cpu_file`` (accounting without a cgroup
+    only) is bound writable at ``CPU_FILE`` for the shell that reports the tool's CPU time.
     """
     bwrap = bwrap_path()
     if bwrap is None:
@@ -407,7 +411,9 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     if proc:
         argv += ["--proc", "/proc"]
     argv += ["--dev", "/dev"]
-    argv += ["--bind", str(private_tmp), "/tmp"] if private_tmp is not None else ["--tmpfs", "/tmp"]
+    argv += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    if cpu_file is not None:
+        argv += ["--bind", str(cpu_file), CPU_FILE]
     for p in ro_paths:
         argv += ["--ro-bind", str(p), str(p)]
     # The package's own files go under empty tmpfs wherever a bind exposed them; a tool's own
@@ -419,6 +425,8 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     for p in ro_paths:
         if any(Path(p).resolve().is_relative_to(h) for h in hide):
             argv += ["--ro-bind", str(p), str(p)]
+    for h in hide:  # empty and read-only: no place for one seed to leave something for the next
+        argv += ["--remount-ro", str(h)]
     argv += ["--bind" if writable else "--ro-bind", str(scratch), str(scratch)]
     if not writable:
         # Seeds write only to their /tmp: bubblewrap's root and /dev (tmpfs, writable by default)
@@ -428,6 +436,9 @@ def sandbox_argv(scratch: Path, ro_paths: tuple[Path, ...] = (), *, proc: bool =
     argv += ["--chdir", str(scratch),
              "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", str(scratch)]
     return argv
+
+
+CPU_FILE = "/run/cdc-cpu"  # where the sandbox's shell writes ``times`` when there is no cgroup
 
 
 @dataclass(frozen=True)
@@ -527,8 +538,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
     """Run ``argv`` in ``cwd`` within ``limits``; never raises for the child's behaviour.
 
     pass_fds: file descriptors the tool inherits (kept open through bubblewrap).
-    writable: False runs the tool with ``cwd`` read-only and its own writable /tmp, a fresh
-        folder outside ``cwd`` removed after the run (sandbox only).
+    writable: False runs the tool with ``cwd`` read-only (sandbox only); its only writable place
+        is then its /tmp, a tmpfs of ``limits.tmp_bytes`` (as for every sandboxed run).
     """
     cwd = Path(cwd)
     acc = accounting()
@@ -540,24 +551,23 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
             cg = None
     status_r = status_w = -1
     cpu_file: Path | None = None
-    private_tmp: Path | None = None
     if sandbox:
-        if not writable:
-            # Outside the build folder: a seed sees the build folder (read-only), so a /tmp inside
-            # it would be readable by every seed running beside this one.
-            private_tmp = Path(tempfile.mkdtemp(prefix=f"cdc-tmp-{tag}-"))
-        prefix = sandbox_argv(cwd, ro_paths, writable=writable, private_tmp=private_tmp)
+        if cg is None:
+            # bwrap's PID namespace hides its descendants from wait4, so without a cgroup a shell
+            # inside reports its children's CPU time ("times") into a file of its own, bound
+            # from outside the build folder (seeds see the build folder).
+            fd, name = tempfile.mkstemp(prefix=f"cdc-cpu-{tag}-")
+            os.close(fd)
+            cpu_file = Path(name)
+            os.chmod(cpu_file, 0o666)  # the sandbox's uid writes it
+        prefix = sandbox_argv(cwd, ro_paths, writable=writable, tmp_bytes=limits.tmp_bytes,
+                              cpu_file=cpu_file)
         for k, v in (sandbox_env or {}).items():
             prefix += ["--setenv", k, v]
         status_r, status_w = os.pipe()
         prefix[1:1] = ["--json-status-fd", str(status_w)]
-        if cg is None:
-            # bwrap's PID namespace hides its descendants from wait4, so without a cgroup a shell
-            # inside reports its children's CPU time ("times") on a file descriptor of its own.
-            # (A file: dash redirects only descriptors 0-9. Read-only runs write it in their /tmp.)
-            inside_path = f"/tmp/.{tag}.cpu" if private_tmp is not None else f".{tag}.cpu"
-            cpu_file = (private_tmp / f".{tag}.cpu") if private_tmp is not None else cwd / f".{tag}.cpu"
-            inner = ['/bin/sh', '-c', f'"$@"; rc=$?; times > {inside_path}; exit $rc', "sh"]
+        if cpu_file is not None:
+            inner = ['/bin/sh', '-c', f'"$@"; rc=$?; times > {CPU_FILE}; exit $rc', "sh"]
             argv = prefix + ["--"] + inner + argv
         else:
             argv = prefix + ["--"] + argv
@@ -588,8 +598,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 os.close(fd)
         if cg is not None:
             cg.remove()
-        if private_tmp is not None:
-            shutil.rmtree(private_tmp, ignore_errors=True)
+        if cpu_file is not None:
+            cpu_file.unlink(missing_ok=True)
         return ProcResult(127, "", f"cannot start {argv[0]}: {exc}", 0.0, 0.0, 0, False, False,
                           accounting=acc.method)
     if status_w >= 0:
@@ -656,8 +666,8 @@ def run_bounded(argv: list[str], cwd: Path, limits: Limits, *, env: dict[str, st
                 cpu += _sandboxed_cpu(cpu_file.read_text()) if cpu_file is not None else 0.0
             except OSError:
                 pass
-        if private_tmp is not None:
-            shutil.rmtree(private_tmp, ignore_errors=True)
+        if cpu_file is not None:
+            cpu_file.unlink(missing_ok=True)
         if rc > 128 and not timed_out.is_set():
             rc = -(rc - 128)  # a signal-killed child is reported as 128 + signal
         elif rc > 0 and not exited and not (timed_out.is_set() or flooded.is_set() or limit_hit):

@@ -40,7 +40,6 @@ from .certs import (
     first_difference,
     issue_certificate,
     prune_certificates,
-    stateful_constructs,
 )
 from .proc import Limits, ProcResult, carry_cpu, run_bounded
 from .seeds import SeedPlan, plan_seed
@@ -124,9 +123,12 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
             return None
         lines.append(f"{nonce:016x}\t{tb_top}\t" + "\x1f".join(argv))
     n = len(plans)
+    # The runner's own RLIMIT_FSIZE must be at least a seed's: a process cannot raise its hard
+    # limit, so a smaller one (it was the runner's 64 KiB output cap) became every seed's.
     stage_limits = Limits(wall_s=min(limits.wall_s * n + 30.0, 3600.0), cpu_s=limits.cpu_s * n + 10,
-                          mem_bytes=limits.mem_bytes, out_bytes=1 << 16, file_bytes=limits.file_bytes,
-                          pids=limits.pids + 4)
+                          mem_bytes=limits.mem_bytes, out_bytes=1 << 16,
+                          file_bytes=limits.file_bytes or limits.out_bytes, pids=limits.pids + 4,
+                          tmp_bytes=limits.tmp_bytes)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     data = bytearray()
@@ -306,6 +308,18 @@ def build_and_run(sim: Simulator, task: Task, design: dict[str, str], seeds: lis
                             progress=progress, stage=stage, hidden_checks=hidden_checks)
 
 
+def _batch_refusal(build: Build) -> str:
+    """Why this build's seeds may not share a process, from what the build itself can do
+    (``verilator.batch_hazards``: random or stateful runtime calls in the generated C++), or ''."""
+    hazards = build.extra.get("batch_hazards")
+    if hazards is None:
+        return "batching refused: the build does not say what it can do (no batch hazard scan)"
+    if hazards:
+        return (f"batching refused: the build calls {', '.join(hazards[:4])} (state that could pass "
+                "between seeds in one process)")
+    return ""
+
+
 def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str,
                       seeds: list[int], *, settle: bool, sandbox: bool = True,
                       cert: CertCheck | None = None, rng: secrets.SystemRandom | None = None,
@@ -315,9 +329,9 @@ def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str
 
     ``policy`` "certified": only under a valid certificate, and the results must equal it.
     "self-checked": a valid certificate is checked against where there is one; without one the
-    stage still batches, unless the design uses a construct that could carry state between
-    seeds in one process (``stateful_constructs``) or the sandbox is off (a batch's scratch is
-    then not private), and on agreement a certificate with basis "self-checked" is issued.
+    stage still batches, unless the sandbox is off (a batch's scratch is then not private), and on
+    agreement a certificate with basis "self-checked" is issued. Under either policy a build that
+    can carry state between seeds in one process (``_batch_refusal``) never batches.
     Returns (results or None when the batch must not be trusted, reason, CPU spent, peak RSS).
     """
     cert = cert or check_certificate(task, design_text, seeds, settle=settle)
@@ -326,11 +340,10 @@ def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str
     if policy == "certified" and cert.basis != "parity":  # the old rule: Icarus must have agreed
         return None, (f"the certificate is {cert.basis}, and the certified policy needs one from "
                       "parity --certify or cost"), 0.0, 0
+    refused = _batch_refusal(build)
+    if refused:
+        return None, refused, 0.0, 0
     if policy == "self-checked" and not cert.ok:
-        risky = stateful_constructs(design_text)
-        if risky:
-            return None, (f"self-checked batching refused: the design uses {', '.join(risky[:4])} "
-                          "(state that could pass between seeds in one process)"), 0.0, 0
         if not sandbox:
             return None, "self-checked batching needs the sandbox (each batch's private /tmp)", 0.0, 0
     plans = [plan_seed(task, s) for s in seeds]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -83,7 +84,7 @@ HARNESS = "cdc_batch_main.cpp"
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
-                    pids=64)
+                    pids=64, tmp_bytes=1 << 30)
 BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20, pids=32)
 # What a design may not contain on Verilator, whatever the gate says: C++ of its own ($c, `systemc_*)
 # and DPI imports run inside the simulator process that holds the verdict channel's nonce.
@@ -231,6 +232,7 @@ def _cache_get(key: str, workdir: Path) -> str | None:
         return None
     try:
         shutil.copy2(entry / "Vtb", workdir / "Vtb")
+        shutil.copy2(entry / HAZARDS_FILE, workdir / HAZARDS_FILE)
         os.utime(entry)  # least recently used goes first
         return (entry / "log").read_text(encoding="utf-8")
     except OSError:
@@ -245,6 +247,7 @@ def _cache_put(key: str, workdir: Path, log: str) -> None:
         base.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="put-", dir=base))
         shutil.copy2(workdir / "Vtb", tmp / "Vtb")
+        shutil.copy2(workdir / HAZARDS_FILE, tmp / HAZARDS_FILE)
         (tmp / "log").write_text(log, encoding="utf-8")
         (tmp / "ok").write_text("")
         try:
@@ -254,6 +257,15 @@ def _cache_put(key: str, workdir: Path, log: str) -> None:
         _cache_evict(base)
     except OSError:
         pass
+
+
+def _read_hazards(workdir: Path) -> list[str] | None:
+    """The build's batch hazards as stored beside its model; None if unreadable (then no batching)."""
+    try:
+        value = json.loads((workdir / HAZARDS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
 def _cache_evict(base: Path, limit: int | None = None) -> None:
@@ -307,7 +319,8 @@ class Verilator(Simulator):
         if cached is not None:
             return Build("pass", cached, workdir, 0.0, 0.0, 0,
                          {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
-                          "model_cache": "hit", "model_key": key[:16]})
+                          "model_cache": "hit", "model_key": key[:16],
+                          "batch_hazards": _read_hazards(workdir)})
         env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
                 "-Mdir", "obj", "-I.", *[str(f.relative_to(workdir)) for f in files]]
@@ -331,6 +344,8 @@ class Verilator(Simulator):
         cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
         if refused:
             return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
+        extra["batch_hazards"] = batch_hazards(workdir / "obj")
+        (workdir / HAZARDS_FILE).write_text(json.dumps(extra["batch_hazards"]))
         # One translation unit: the generated files, then the C++ main.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
         (workdir / "obj" / "cdc_all.cpp").write_text(
@@ -385,6 +400,49 @@ class Verilator(Simulator):
         results = [parse_verdict(plan.seed, ProcResult(0, text, "", share, 0.0, rss, False, False), nonce)
                    for plan, nonce, text in zip(plans, nonces, frames, strict=True)]
         return BatchRun(results, proc.cpu_s, proc.max_rss_kb)
+
+
+# Calls into the Verilator runtime through which one seed of a batch could reach a later one:
+# process-wide state that a fresh VerilatedContext does not reset. Randomness (the generator is
+# per thread: $random, $urandom, randcase, randsequence, std::randomize and class randomize all
+# compile to these), files ($fopen ... $readmemh: the batch's /tmp is shared by its seeds), a
+# shell ($system), and classes (static members and std::process live outside any model). Only
+# what survives into the generated C++ counts: a call the design never reaches is removed by
+# Verilator and cannot differ between a batch and one seed per process. The X-initialisation
+# helpers (VL_RAND_RESET_*, VL_SCOPED_RAND_RESET_*) read only the context's randReset, which the
+# harness leaves at 0 (all zeros), so they are not listed.
+_RUNTIME_NAME = re.compile(r"\b(?:VL_\w+|Vl\w+|vl_\w+|verilated_\w+|std::\w+)")
+_HAZARDS = (
+    ("random", re.compile(r"RAND|Rand|rand|RNG")),
+    ("file", re.compile(r"^VL_(?:F(?:OPEN|CLOSE|WRITE|READ|GET|SCANF|FLUSH|SEEK|TELL|EOF|ERROR)|UNGETC|REWIND"
+                        r"|READMEM|WRITEMEM)")),
+    ("system", re.compile(r"^VL_SYSTEM")),
+    ("class", re.compile(r"^(?:VlClass|VlProcess|std::process|std::semaphore|std::mailbox)")),
+)
+_NOT_HAZARDS = re.compile(r"^VL_(?:SCOPED_)?RAND_RESET_[A-Z]+$")
+HAZARDS_FILE = "batch_hazards.json"
+
+
+def batch_hazards(obj_dir: Path) -> list[str]:
+    """What a verilated build can do that a batch of seeds in one process would carry from one
+    seed to the next: sorted ``kind: runtime name`` entries found in the generated C++ (``[]``:
+    nothing; then batched and one-at-a-time runs cannot differ through the process).
+
+    A property of the build, not of the source text: it holds whatever Verilator was given (the
+    submitted text or a netlist of it) and sees through macros, generate blocks and dead code.
+    """
+    found: set[str] = set()
+    for f in sorted(obj_dir.glob("Vtb*")):
+        if f.suffix not in (".cpp", ".h"):
+            continue
+        for name in set(_RUNTIME_NAME.findall(f.read_text(encoding="utf-8", errors="replace"))):
+            if _NOT_HAZARDS.match(name):
+                continue
+            for kind, pattern in _HAZARDS:
+                if pattern.search(name) if kind == "random" else pattern.match(name):
+                    found.add(f"{kind}: {name}")
+                    break
+    return sorted(found)
 
 
 def own_code(design: dict[str, str], dpi_header: Path) -> str:

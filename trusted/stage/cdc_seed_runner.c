@@ -15,7 +15,8 @@
  * it); its nonce on a pipe of its own (CDC_VERDICT_FD, read by the VPI module or the Verilator
  * main before any Verilog runs). After each seed every process left in the sandbox's PID
  * namespace is killed (kill(-1)), orphans are reaped (this program is their subreaper) and /tmp
- * is emptied, so no seed can leave anything for the next. The build folder is read-only. After
+ * (a size-bounded tmpfs) is emptied completely, whatever the modes, depth or path lengths a seed
+ * left; if it cannot be, the runner stops (exit 2) and the grader runs the chunk seed by seed. The build folder is read-only. After
  * a seed times out no further seed is started (as in one-process-per-seed grading).
  *
  * This program holds every nonce of the stage; it is non-dumpable and the sandbox has no /proc
@@ -24,7 +25,7 @@
  * What one seed could otherwise use against the others or against this runner (the sandbox is
  * shared), closed for each seed by a seccomp filter installed between fork and exec (inherited
  * by everything the seed starts): no signal to this runner, to bubblewrap's init or to every
- * process at once (kill(-1)); no ptrace, process_vm_readv/writev or pidfd_getfd; no SysV IPC
+ * process at once (kill(-1)); no prlimit, priority or scheduling change of the runner; no ptrace, process_vm_readv/writev or pidfd_getfd; no SysV IPC
  * object, POSIX message queue or key (they outlive the process in the sandbox's namespaces).
  * Descriptors other than 0-2 and the seed's own nonce pipe are closed (close_range); the only
  * writable place is /tmp (the grader remounts / and /dev read-only), emptied after each seed.
@@ -85,32 +86,107 @@ static void write_all(int fd, const char* p, size_t n) {
     }
 }
 
-/* Empty directory ``path`` (not following links), leaving out ``skip`` (the read-only build
- * folder, mounted inside /tmp when the grader's folders live under /tmp: walking it would cost
- * every seed a failed unlink per build file). */
-static void empty_dir(const char* path, const char* skip, int depth) {
+/* /tmp's own structure before any seed ran: the directories bubblewrap created in the tmpfs as
+ * mount points for the build folder and read-only paths that live under the host's /tmp (kept,
+ * and emptied inside), and the tmpfs's device (an entry on another device is a mount point: never
+ * touched). */
+#define MAX_KEPT 256
+static ino_t g_kept[MAX_KEPT];
+static int g_nkept = 0;
+static dev_t g_tmp_dev;
+
+static int is_kept(const struct stat* st) {
+    for (int i = 0; i < g_nkept; i++)
+        if (g_kept[i] == st->st_ino) return 1;
+    return 0;
+}
+
+static void record_structure(int dfd, int depth) {
     if (depth > 64) return;
-    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) return;
-    DIR* d = fdopendir(dfd);
-    if (!d) { close(dfd); return; }
+    int scan = dup(dfd);
+    DIR* d = scan >= 0 ? fdopendir(scan) : NULL;
+    if (!d) { if (scan >= 0) close(scan); return; }
     struct dirent* e;
-    char sub[4096];
     while ((e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub) continue;
-        if (!strcmp(sub, skip)) continue;
         struct stat st;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if (S_ISDIR(st.st_mode)) {
-            empty_dir(sub, skip, depth + 1);
-            unlinkat(dfd, e->d_name, AT_REMOVEDIR);  /* fails (kept) if it leads to the build folder */
-        } else {
-            unlinkat(dfd, e->d_name, 0);
-        }
+        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (st.st_dev != g_tmp_dev || g_nkept >= MAX_KEPT) continue;
+        g_kept[g_nkept++] = st.st_ino;
+        int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0) { record_structure(sub, depth + 1); close(sub); }
     }
     closedir(d);
 }
+
+/* Empty the directory open at ``dfd`` completely, whatever a seed did to it: modes 000 or 500
+ * (each directory is made 0700 first; the runner owns what a seed created, both being the
+ * sandbox's uid), any depth and any path length (no path is ever built: a subdirectory's entries
+ * are moved up into ``dfd`` with renameat, so at most two directories are open at once and the
+ * work is linear in the number of entries). Kept directories (``record_structure``) stay and are
+ * emptied in turn; mount points are left alone. Returns 0 when nothing else is left. */
+static int empty_at(int dfd, int depth) {
+    static unsigned long moved = 0;
+    if (depth > 64) return -1;
+    for (int pass = 0; pass < 1000000; pass++) {
+        int left = 0, progress = 0, failed = 0;
+        int scan = dup(dfd);
+        if (scan < 0) return -1;
+        DIR* d = fdopendir(scan);
+        if (!d) { close(scan); return -1; }
+        rewinddir(d);
+        struct dirent* e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            struct stat st;
+            if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            if (st.st_dev != g_tmp_dev) continue;  /* a mount point */
+            if (S_ISDIR(st.st_mode) && is_kept(&st)) {
+                if (pass > 0) continue;
+                fchmodat(dfd, e->d_name, 0700, 0);
+                int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0 || empty_at(sub, depth + 1) != 0) failed = 1;
+                if (sub >= 0) close(sub);
+                continue;
+            }
+            left++;
+            if (!S_ISDIR(st.st_mode)) {
+                if (unlinkat(dfd, e->d_name, 0) == 0) { progress++; left--; }
+                continue;
+            }
+            fchmodat(dfd, e->d_name, 0700, 0);
+            if (unlinkat(dfd, e->d_name, AT_REMOVEDIR) == 0) { progress++; left--; continue; }
+            int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) continue;
+            DIR* sd = fdopendir(sub);
+            if (!sd) { close(sub); continue; }
+            struct dirent* f;
+            while ((f = readdir(sd)) != NULL) {
+                if (!strcmp(f->d_name, ".") || !strcmp(f->d_name, "..")) continue;
+                struct stat fs;
+                if (fstatat(sub, f->d_name, &fs, AT_SYMLINK_NOFOLLOW) != 0) continue;
+                if (!S_ISDIR(fs.st_mode)) { if (unlinkat(sub, f->d_name, 0) == 0) progress++; continue; }
+                for (int tries = 0; tries < 64; tries++) {  /* up one level, under a fresh name */
+                    char name[64];
+                    snprintf(name, sizeof name, ".cdc-up-%lu", moved++);
+                    if (syscall(SYS_renameat2, sub, f->d_name, dfd, name, 1u /* RENAME_NOREPLACE */) == 0) {
+                        progress++;
+                        break;
+                    }
+                    if (errno != EEXIST) break;
+                }
+            }
+            closedir(sd);
+        }
+        closedir(d);
+        if (failed) return -1;
+        if (left == 0) return 0;
+        if (progress == 0) return -1;
+    }
+    return -1;
+}
+
+static int open_tmp(void) { return open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }
 
 struct buf { char* data; size_t len; };
 
@@ -128,7 +204,7 @@ static ssize_t collect(int fd, struct buf* b, size_t cap, int* flooded) {
 }
 
 /* ---- the per-seed seccomp filter ---- */
-#define MAXF 160
+#define MAXF 256
 struct filt { struct sock_filter f[MAXF]; int n; };
 static void emit(struct filt* p, struct sock_filter x) { if (p->n < MAXF) p->f[p->n++] = x; }
 #define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
@@ -181,6 +257,18 @@ static int install_filter(pid_t runner, pid_t runner_pgrp) {
     unsigned kill_targets[] = {(unsigned)runner, (unsigned)-1, 1u, (unsigned)-runner_pgrp};
     deny_arg0(&p, SYS_kill, kill_targets, 4);
     unsigned one_pid[] = {(unsigned)runner, 1u};
+    /* no resource limit, priority or scheduling change for the runner or bubblewrap's init (a
+     * seed could otherwise shrink the runner's limits or starve it); priorities by group or
+     * user, and I/O priorities, reach them too: refused outright */
+    deny_arg0(&p, SYS_prlimit64, one_pid, 2);
+    deny_nr(&p, SYS_setpriority);
+    deny_nr(&p, SYS_ioprio_set);
+    deny_arg0(&p, SYS_sched_setaffinity, one_pid, 2);
+    deny_arg0(&p, SYS_sched_setscheduler, one_pid, 2);
+    deny_arg0(&p, SYS_sched_setparam, one_pid, 2);
+#ifdef SYS_sched_setattr
+    deny_arg0(&p, SYS_sched_setattr, one_pid, 2);
+#endif
     deny_arg0(&p, SYS_tkill, one_pid, 2);
     deny_arg0(&p, SYS_tgkill, one_pid, 2);
     deny_arg0(&p, SYS_rt_sigqueueinfo, kill_targets, 4);
@@ -238,8 +326,12 @@ int main(void) {
     unsetenv("CDC_RESULT_FD");
     fcntl(res_fd, F_SETFD, FD_CLOEXEC);
     pid_t self = getpid(), pgrp = getpgrp();
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    int tmp_fd = open_tmp();
+    struct stat tmp_st;
+    if (tmp_fd < 0 || fstat(tmp_fd, &tmp_st) != 0) { fprintf(stderr, "cdc_seed_runner: no /tmp\n"); return 2; }
+    g_tmp_dev = tmp_st.st_dev;
+    record_structure(tmp_fd, 0);
+    close(tmp_fd);
     if (!filter_works(self, pgrp)) { fprintf(stderr, "cdc_seed_runner: cannot install the seccomp filter\n"); return 2; }
 
     long cpu_s = 0, wall_ms = 0;
@@ -348,7 +440,13 @@ int main(void) {
             if (errno == EINTR) continue;
             break;  /* ECHILD */
         }
-        empty_dir("/tmp", cwd, 0);
+        int tmp_fd = open_tmp();
+        int emptied = tmp_fd >= 0 && empty_at(tmp_fd, 0) == 0;
+        if (tmp_fd >= 0) close(tmp_fd);
+        if (!emptied) {  /* never start a seed on what an earlier one left */
+            fprintf(stderr, "cdc_seed_runner: /tmp could not be emptied after seed %d\n", index);
+            return 2;
+        }
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
         long long cpu_us = (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
                            (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
