@@ -233,7 +233,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
         steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only)")))
 
     if not simulator.available():
-        why = f"{simulator.name} is not installed"
+        why = simulator.missing()
         return [*steps, Step(Stage("build", "tool_error", why), why)]
 
     with scratch_build(simulator, task, design, sandbox=sandbox, keep_dir=keep_dir,
