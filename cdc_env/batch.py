@@ -8,6 +8,17 @@ Input: JSON Lines, one prediction a line::
 An optional ``meta`` field (any JSON) is carried for the caller and ignored; any other field is a
 bad line (a misspelt ``hiden`` must not silently grade with the default).
 
+SWE-bench predictions are accepted as they are (``swebench_fields``)::
+
+    {"instance_id": "handshake__run7", "model_name_or_path": "my-model", "model_patch": "<diff>"}
+
+``instance_id`` is the ``id`` and ``model_patch`` the ``submission``. The task is the line's
+``task`` field, else the part of ``instance_id`` before the first ``__`` (``handshake__run7`` ->
+``handshake``; an ``instance_id`` that is a task's name is that task). ``model_name_or_path`` is
+written into each result row and the summary counts verdicts per model (``by_model``). A
+``model_patch`` diff may be off by up to ``submission.MAX_OFFSET`` lines per hunk, never fuzzed;
+the report's allowlist stage records any offset.
+
 Output folder:
 
     results.jsonl   one grade report per line (the report of schemas/report.schema.json with
@@ -56,6 +67,69 @@ class BadLine:
         return {"line": self.line, "id": self.id, "reason": self.reason}
 
 
+SWEBENCH_FIELDS = {"instance_id": "id", "model_patch": "submission"}
+MODEL_FIELD = "model_name_or_path"
+
+
+def swebench_fields(obj: dict, known_tasks: set[str]) -> dict:
+    """A SWE-bench prediction's fields as ours (``instance_id`` -> ``id``, ``model_patch`` ->
+    ``submission``, the task from ``task`` or the ``instance_id`` prefix before ``__``); a line
+    already in our fields is returned unchanged. ValueError when both spellings of a field are given."""
+    if not any(k in obj for k in SWEBENCH_FIELDS):
+        return obj
+    out = dict(obj)
+    for theirs, ours in SWEBENCH_FIELDS.items():
+        if theirs in out:
+            if ours in out:
+                raise ValueError(f"both {theirs} and {ours} given (one names the other)")
+            out[ours] = out.pop(theirs)
+    iid = out.get("id")
+    if "task" not in out and isinstance(iid, str):
+        prefix = iid if iid in known_tasks else iid.split("__", 1)[0]
+        if prefix not in known_tasks:
+            raise ValueError(f"no task: give a task field, or an instance_id '<task>__<name>' "
+                             f"(not {iid[:80]!r})")
+        out["task"] = prefix
+    return out
+
+
+def line_model(raw: str) -> str | None:
+    """The line's ``model_name_or_path`` (a string), else None."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    model = obj.get(MODEL_FIELD) if isinstance(obj, dict) else None
+    return model[:200] if isinstance(model, str) and model else None
+
+
+def read_models(path: Path, known_tasks: set[str]) -> dict[str, str]:
+    """{str(id): model_name_or_path} for the lines that name a model (first line of an id wins)."""
+    models: dict[str, str] = {}
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if MODEL_FIELD not in raw or not (model := line_model(raw)):
+                continue
+            try:
+                pid = swebench_fields(json.loads(raw), known_tasks).get("id")
+            except ValueError:
+                continue
+            if isinstance(pid, (str, int)) and not isinstance(pid, bool):
+                models.setdefault(str(pid), model)
+    return models
+
+
+def by_model(results: list[dict]) -> dict[str, dict]:
+    """Verdict counts and pass rate per ``model_name_or_path`` (rows without one are left out)."""
+    counts: dict[str, Counter] = {}
+    for r in results:
+        if r.get(MODEL_FIELD):
+            counts.setdefault(r[MODEL_FIELD], Counter())[r["verdict"]] += 1
+    return {m: {"graded": sum(c.values()), "pass": c.get("pass", 0),
+                "pass_rate": round(c.get("pass", 0) / sum(c.values()), 4), **dict(sorted(c.items()))}
+            for m, c in sorted(counts.items())}
+
+
 def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_tasks: set[str]) -> GradeJob:
     """One predictions line -> a GradeJob; ValueError with a one-line reason if it is not one."""
     try:
@@ -64,6 +138,9 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
+    obj = swebench_fields(obj, known_tasks)
+    if MODEL_FIELD in obj and not isinstance(obj[MODEL_FIELD], str):
+        raise ValueError(f"{MODEL_FIELD} must be a string")
     missing = [k for k in ("id", "task", "submission") if k not in obj]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
@@ -81,7 +158,7 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     if line_sim not in sims():
         raise ValueError(f"sim must be one of {', '.join(sims())}, not {str(line_sim)[:40]!r}")
     line_hidden = parse_hidden(obj.get("hidden", hidden))
-    unknown = set(obj) - {"id", "task", "submission", "sim", "hidden", "meta"}
+    unknown = set(obj) - {"id", "task", "submission", "sim", "hidden", "meta", MODEL_FIELD}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))[:120]}")
     return GradeJob(id=pid, task=obj["task"], submission=sub, sim=line_sim, hidden=line_hidden)
@@ -102,7 +179,7 @@ def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                 pid = None
                 try:
                     obj = json.loads(raw)
-                    pid = obj.get("id") if isinstance(obj, dict) else None
+                    pid = obj.get("id", obj.get("instance_id")) if isinstance(obj, dict) else None
                 except json.JSONDecodeError:
                     pass
                 yield BadLine(lineno, str(exc), pid if isinstance(pid, (str, int)) else None)
@@ -125,7 +202,7 @@ def read_predictions(path: Path, *, sim: str, hidden: int | str,
     return jobs, bad
 
 
-COMPACT = ("id", "task", "verdict", "failed_stage", "overfit", "cpu_s", "batch_error")
+COMPACT = ("id", "task", "verdict", "failed_stage", "overfit", "cpu_s", "batch_error", MODEL_FIELD)
 
 
 def compact(row: dict) -> dict:
@@ -328,6 +405,8 @@ def summarize(rows: list[dict], *, bad_lines: int = 0, wall_s: float | None = No
                   "per_grade_median": round(statistics.median(cpu), 4) if cpu else None,
                   "per_grade_max": round(max(cpu), 4) if cpu else None},
     }
+    if models := by_model(results):
+        out["by_model"] = models
     if total_lines is not None:
         out["lines"] = total_lines
     if wall_s is not None:
@@ -370,6 +449,12 @@ def summary_markdown(s: dict, title: str = "grade-batch") -> str:
     for t, c in s["by_task"].items():
         lines.append(f"| {t} | {c['graded']} | {_pct(c['pass'], c['graded'])} | "
                      + " | ".join(str(c.get(v, 0)) for v in cols) + " |")
+    if s.get("by_model"):
+        lines += ["", "| model | graded | pass rate | " + " | ".join(cols) + " |",
+                  "|---|---|---|" + "---|" * len(cols)]
+        for m, c in s["by_model"].items():
+            lines.append(f"| {m} | {c['graded']} | {_pct(c['pass'], c['graded'])} | "
+                         + " | ".join(str(c.get(v, 0)) for v in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -435,6 +520,7 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
             else:
                 ids.add(str(item.id))
     kept = keep_results(results_path, ids) if run.resume else {}
+    models = read_models(pred, known)
     if not run.resume:
         results_path.write_text("", encoding="utf-8")
 
@@ -451,7 +537,9 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
     try:
         nodes = backend.start() if n_todo else []
         with open(results_path, "a", encoding="utf-8") as fh:
-            for _job, row in grade_many(backend, todo()):
+            for job, row in grade_many(backend, todo()):
+                if model := models.get(str(job.id)):
+                    row[MODEL_FIELD] = model
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
                 rows.append(compact(row))

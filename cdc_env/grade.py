@@ -247,7 +247,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     built = {task.editable: netlist}  # the netlist holds the task's read-only sources, flattened
 
     if not simulator.available():
-        why = f"{simulator.name} is not installed"
+        why = simulator.missing()
         return [*steps, Step(Stage("build", "tool_error", why), why)]
 
     with scratch_build(simulator, task, built, sandbox=sandbox, keep_dir=keep_dir,

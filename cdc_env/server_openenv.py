@@ -6,6 +6,12 @@ is ``http://HOST:PORT/openenv``):
     POST   /openenv/step       one tool call; the body names the episode: {"action", "episode_id"}
     GET    /openenv/state      ?episode_id=... -> {"episode_id", "step_count", ...}
     GET    /openenv/health, /openenv/metadata, /openenv/schema
+    GET    /openenv/openapi.json   these routes' OpenAPI document (paths relative to /openenv)
+    POST   /openenv/mcp        MCP JSON-RPC: initialize, tools/list, tools/call, and OpenEnv's
+                               openenv/session/create|close (a session is an episode)
+
+``openenv validate --url http://HOST:PORT/openenv`` passes all 6 of its criteria
+(tests/test_adapters_openenv.py runs it).
 
 Messages and bodies are OpenEnv's: reset data ``{"seed", "episode_id", "task", "max_steps",
 "max_sim_runs", "hidden", "sim"}`` (all optional; ``task`` defaults to the first task served),
@@ -22,9 +28,16 @@ sandbox as ``/v1/episodes``. Unlike OpenEnv's stock HTTP routes, ours are not st
 (as a top-level field, which OpenEnv's StepRequest allows). A WebSocket session ends its episode
 when it closes. With a bearer token the WebSocket handshake must carry ``Authorization: Bearer
 <token>`` like every HTTP request (the stock openenv client sends no headers: use it on loopback
-without a token, or behind a proxy that adds the header).
+without a token, or ``cdc_env.adapters.openenv.TokenEnvClient``, the stock ``GenericEnvClient``
+that sends the header).
 
-Not covered: OpenEnv's MCP routes (``/mcp``) and its production mode.
+MCP (``POST /openenv/mcp``): ``tools/list`` gives the five tools with ``inputSchema`` exactly
+``tools/*.json``'s parameters; ``tools/call`` needs a ``session_id`` from
+``openenv/session/create`` (params: the reset data above), and returns the observation text as
+its content, ``isError`` for a refused call, and ``reward``/``done``/``report`` in
+``structuredContent``. Errors are JSON-RPC error objects (HTTP 200).
+
+Not covered: OpenEnv's production mode (no ``/reset``), MCP over the WebSocket.
 """
 
 from __future__ import annotations
@@ -150,6 +163,20 @@ def include_openenv(app: FastAPI) -> None:
         return JSONResponse({"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA,
                              "state": STATE_SCHEMA})
 
+    @app.get(f"{PREFIX}/openapi.json", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_openapi() -> JSONResponse:
+        """The OpenAPI document of the OpenEnv routes, paths relative to /openenv."""
+        return JSONResponse(openenv_openapi(app))
+
+    @app.post(f"{PREFIX}/mcp", tags=["openenv"], responses=_ERROR_RESPONSES)
+    async def oe_mcp(request: Request) -> JSONResponse:
+        """MCP JSON-RPC 2.0 (initialize, tools/list, tools/call, openenv/session/create|close)."""
+        try:
+            msg = json.loads(await request.body() or b"null")
+        except ValueError:
+            return JSONResponse(_rpc_error(None, -32700, "parse error: the body is not JSON"))
+        return JSONResponse(await mcp_call(session, msg))
+
     @app.post(f"{PREFIX}/reset", tags=["openenv"], responses=_ERROR_RESPONSES)
     async def oe_reset(request: Request) -> JSONResponse:
         """Start an episode; its id is in observation.episode_id (send it with every step)."""
@@ -261,6 +288,68 @@ async def _ws_reply(session: _Session, kind: object, msg: dict,
     if kind == "state":
         return eid, {"type": "state", "data": session.state(eid)}
     return None
+
+
+def openenv_openapi(app: FastAPI) -> dict:
+    """The app's OpenAPI document cut to the /openenv routes, their paths relative to /openenv
+    (what ``openenv validate`` reads to tell simulation mode: /reset, /step and /state)."""
+    doc = app.openapi()
+    paths = {p[len(PREFIX):]: v for p, v in doc.get("paths", {}).items() if p.startswith(PREFIX + "/")}
+    return {**{k: v for k, v in doc.items() if k != "paths"}, "paths": paths,
+            "servers": [{"url": PREFIX}],
+            "info": {**doc.get("info", {}), "title": "cdc_env (OpenEnv)", "version": __version__}}
+
+
+MCP_PROTOCOL = "2025-06-18"
+
+
+def _rpc_error(rid: Any, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+def mcp_tools() -> list[dict]:
+    """The five tools as MCP tools: name, description, and inputSchema = tools/*.json's parameters."""
+    return [{"name": d["function"]["name"], "description": d["function"]["description"],
+             "inputSchema": d["function"]["parameters"]} for d in tools.tool_definitions()]
+
+
+async def mcp_call(session: _Session, msg: Any) -> dict:
+    """One MCP JSON-RPC request -> its response (errors as JSON-RPC error objects, never raised)."""
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+        return _rpc_error(msg.get("id") if isinstance(msg, dict) else None, -32600,
+                          'invalid request: {"jsonrpc": "2.0", "method": ..., "params": {...}, "id": ...}')
+    rid, method, params = msg.get("id"), msg["method"], msg.get("params") or {}
+    if not isinstance(params, dict):
+        return _rpc_error(rid, -32602, "params must be an object")
+    try:
+        if method == "initialize":
+            result: dict = {"protocolVersion": MCP_PROTOCOL, "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "cdc_env", "version": __version__}}
+        elif method == "tools/list":
+            result = {"tools": mcp_tools()}
+        elif method == "openenv/session/create":
+            eid, _ = await session.reset({k: v for k, v in params.items() if k in _RESET_KEYS})
+            result = {"session_id": eid}
+        elif method == "openenv/session/close":
+            await session.end(str(params.get("session_id") or ""))
+            result = {"session_id": params.get("session_id"), "closed": True}
+        elif method == "tools/call":
+            eid = params.get("session_id")
+            if not isinstance(eid, str) or not eid:
+                return _rpc_error(rid, -32602, "tools/call needs the session_id that openenv/session/create "
+                                               "returned (a session is an episode)")
+            out = await session.step(eid, {"tool": params.get("name"), "arguments": params.get("arguments")})
+            obs = out["observation"]
+            result = {"content": [{"type": "text", "text": obs["text"]}],
+                      "isError": obs.get("error") is not None,
+                      "structuredContent": {"reward": out["reward"], "done": out["done"],
+                                            "error": obs.get("error"), "report": obs.get("report")}}
+        else:
+            return _rpc_error(rid, -32601, f"unknown method {method[:60]!r} (initialize, tools/list, "
+                                           "tools/call, openenv/session/create, openenv/session/close)")
+    except ApiError as exc:
+        return _rpc_error(rid, -32000, exc.message)
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
 async def _json_body(request: Request, default: Any = None) -> Any:

@@ -75,12 +75,33 @@ def _check_name(name: str, task: Task, old: bool = False) -> str | None:
     return None
 
 
+# How far a hunk may have drifted from the line its header states (as GNU patch's offsets, but
+# bounded, and never with fuzz: every context and removed line must match the file exactly).
+MAX_OFFSET = 50
+
+
+def locate_hunk(src: list[str], old_side: list[str], start: int, pos: int) -> int | None:
+    """Where a hunk whose old side (context and removed lines) is ``old_side`` applies: the stated
+    ``start`` if the file's lines match there exactly, else the nearest exact match within
+    ``MAX_OFFSET`` lines (later first on a tie, as GNU patch), never before ``pos`` (the end of the
+    previous hunk). None if there is none."""
+    n = len(old_side)
+    for d in range(MAX_OFFSET + 1):
+        for at in ((start + d, start - d) if d else (start,)):
+            if pos <= at <= len(src) - n and src[at:at + n] == old_side:
+                return at
+    return None
+
+
 def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
+    """Apply a one-file unified diff to ``original`` (the editable file as shipped). Hunks may be
+    off by up to MAX_OFFSET lines (each offset is reported in ``form``); no fuzz."""
     lines = diff.replace("\r\n", "\n").splitlines()
     src = original.splitlines()
     out: list[str] = []
     pos = 0  # index into src of the next unconsumed line
     files_seen = 0
+    offsets: list[int] = []
     i = 0
     while i < len(lines):
         ln = lines[i]
@@ -108,34 +129,39 @@ def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
         m = _HUNK.match(ln)
         if m:
             start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
-            if start < pos:
-                return refuse("malformed diff: hunks overlap or are out of order")
-            out.extend(src[pos:start])
-            pos = start
+            hunk: list[tuple[str, str]] = []
             i += 1
             while i < len(lines) and not lines[i].startswith(("@@", "--- ", "diff --git ")):
                 h = lines[i]
+                i += 1
                 if h.startswith("\\"):
-                    i += 1
                     continue
                 tag, body = (h[:1], h[1:]) if h else (" ", "")
-                if tag in (" ", "-"):
-                    if pos >= len(src) or src[pos] != body:
-                        return refuse(f"the diff does not apply: line {pos + 1} of {task.editable} differs")
-                    if tag == " ":
-                        out.append(body)
-                    pos += 1
-                elif tag == "+":
-                    out.append(body)
-                else:
+                if tag not in (" ", "-", "+"):
                     return refuse(f"malformed diff line: '{h[:40]}'")
-                i += 1
+                hunk.append((tag, body))
+            old_side = [body for tag, body in hunk if tag != "+"]
+            at = locate_hunk(src, old_side, start, pos)
+            if at is None:
+                if start < pos:
+                    return refuse("malformed diff: hunks overlap or are out of order")
+                k = next((k for k, want in enumerate(old_side)
+                          if start + k >= len(src) or src[start + k] != want), 0)
+                return refuse(f"the diff does not apply: line {start + k + 1} of {task.editable} differs "
+                              f"(hunk {len(offsets) + 1}: its context and removed lines must match the file "
+                              f"exactly, at most {MAX_OFFSET} lines from where its header says)")
+            offsets.append(at - start)
+            out.extend(src[pos:at])
+            out.extend(body for tag, body in hunk if tag != "-")
+            pos = at + len(old_side)
             continue
         i += 1  # preamble text around a diff is ignored
     if files_seen == 0:
         return refuse("malformed diff: no file header")
     out.extend(src[pos:])
-    return Allowlisted(True, "\n".join(out) + "\n", form="diff")
+    shifted = [f"hunk {k + 1} at {d:+d}" for k, d in enumerate(offsets) if d]
+    form = "diff" + (f", applied with offsets: {', '.join(shifted)} lines" if shifted else "")
+    return Allowlisted(True, "\n".join(out) + "\n", form=form)
 
 
 def allowlist(task: Task, submission: str | bytes) -> Allowlisted:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up, then grade the handshake task's defective design and its reference fix end to end.
+# Set up the core (scripts/setup.sh: apt iverilog, bubblewrap, gcc if missing; pip into .venv), then
+# grade the handshake task's defective design and its reference fix end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-exec python3 -m cdc_env.cli demo "$@"
+PY="$(bash scripts/setup.sh | tail -n 1)"
+exec "$PY" -m cdc_env demo "$@"

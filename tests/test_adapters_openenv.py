@@ -269,3 +269,63 @@ def test_what_one_websocket_makes_the_server_hold_is_bounded(server):
     grown_mib = (_peak_rss_kb() - base) / 1024
     print(f"peak RSS grew by {grown_mib:.0f} MiB")
     assert grown_mib < 100, f"the server's process grew by {grown_mib:.0f} MiB"
+
+
+def test_openenv_validate_passes_every_criterion(server):
+    """The real `openenv validate --url` command against the running server: 6 of 6."""
+    import json
+    import shutil
+    import subprocess
+
+    exe = shutil.which("openenv")
+    if exe is None:
+        pytest.skip("the openenv command (openenv-core) is not on PATH")
+    p = subprocess.run([exe, "validate", "--url", f"{server.url}/openenv", "--json"], capture_output=True,
+                       text=True, timeout=120)
+    report = json.loads(p.stdout)
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert failed == [] and p.returncode == 0, failed
+    assert report["summary"]["passed_count"] == report["summary"]["total_count"] == 6
+    assert report["mode"] == "simulation"
+
+
+def test_mcp_lists_the_tools_exactly_and_runs_an_episode_to_reward_1(server):
+    from cdc_env.tools import tool_definitions
+
+    task = load_task("handshake")
+    with httpx.Client(base_url=f"{server.url}/openenv", timeout=120) as c:
+        def rpc(method: str, **params) -> dict:
+            r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+            assert r.status_code == 200
+            return r.json()
+
+        assert rpc("initialize")["result"]["serverInfo"]["name"] == "cdc_env"
+        listed = rpc("tools/list")["result"]["tools"]
+        assert listed == [{"name": d["function"]["name"], "description": d["function"]["description"],
+                           "inputSchema": d["function"]["parameters"]} for d in tool_definitions()]
+        assert "error" in rpc("tools/call", name="contract", arguments={})  # no session
+        sid = rpc("openenv/session/create", task="handshake", hidden=2)["result"]["session_id"]
+        bad = rpc("tools/call", session_id=sid, name="read", arguments={"path": "../tb.v"})["result"]
+        assert bad["isError"] and bad["structuredContent"]["done"] is False
+        rpc("tools/call", session_id=sid, name="write",
+            arguments={"path": task.editable, "content": task.reference_text})
+        done = rpc("tools/call", session_id=sid, name="submit", arguments={})["result"]
+        assert done["structuredContent"]["reward"] == 1.0 and done["structuredContent"]["done"]
+        assert rpc("openenv/session/close", session_id=sid)["result"]["closed"] is True
+        assert rpc("nope")["error"]["code"] == -32601
+        assert c.post("/mcp", content=b"{").json()["error"]["code"] == -32700
+
+
+def test_the_stock_client_with_a_token_reaches_reward_1():
+    from cdc_env.adapters.openenv import TokenEnvClient
+
+    task = load_task("event")
+    cfg = ServerConfig(tasks=resolve_tasks(["event"]), workers=1, hidden=2, token="s3cret-token")
+    with serve_in_thread(cfg) as srv:
+        with TokenEnvClient(f"{srv.url}/openenv", token="s3cret-token").sync() as env:
+            env.reset(task="event")
+            env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
+            assert env.step({"tool": "submit", "arguments": {}}).reward == 1.0
+        with pytest.raises(ConnectionError):
+            with TokenEnvClient(f"{srv.url}/openenv", token="wrong").sync() as env:
+                env.reset(task="event")

@@ -39,7 +39,7 @@ UV = pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable)
                         reason="uv is missing (the null harness runs its chat program with it)")
 
 
-def _vf_eval(tmp_path: Path, model: str) -> tuple[dict, str]:
+def _vf_eval(tmp_path: Path, model: str) -> tuple[dict, list[dict]]:
     """Run vf-eval on the event task against the stand-in playing ``model``: (the trace, requests sent)."""
     from cdc_env.standin import StandinServer
 
@@ -53,7 +53,7 @@ def _vf_eval(tmp_path: Path, model: str) -> tuple[dict, str]:
              "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess", "--no-push",
              "--env.agent.max-turns", "10", "-o", str(tmp_path / "out")],
             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
-        sent = json.dumps(srv.requests)
+        sent = srv.requests
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     traces = [json.loads(line) for p in (tmp_path / "out").rglob("traces.jsonl") for line in p.open()]
     assert len(traces) == 1
@@ -66,12 +66,27 @@ def _vf_eval(tmp_path: Path, model: str) -> tuple[dict, str]:
 def test_vf_eval_against_the_stand_in_to_reward_1(tmp_path):
     trace, sent = _vf_eval(tmp_path, "agent-correct")
     assert trace["rewards"]["grade"]["score"] == 1.0 and trace["stop_condition"] == "submitted"
-    # the model was offered the five tools, unprefixed, with the descriptions of tools/*.json
+    assert trace["metrics"]["verdict_pass"] == 1.0 and trace["metrics"]["verdict_fail"] == 0.0
+    assert not any(v for k, v in trace["metrics"].items() if k.startswith(("failed_", "gate_")))
+    # every request offered exactly the five tools of tools/*.json: names, descriptions and the
+    # whole parameter schemas (argument descriptions, bounds, additionalProperties: false)
     from cdc_env.tools import tool_definitions
 
-    for d in tool_definitions():
-        assert json.dumps(d["function"]["description"])[1:-1] in sent
-    assert '"name": "submit"' in sent and "Task: event" in sent
+    want = {d["function"]["name"]: d["function"] for d in tool_definitions()}
+    for body in sent:
+        got = {t["function"]["name"]: t["function"] for t in body["tools"]}
+        assert {n: {k: f[k] for k in ("name", "description", "parameters")} for n, f in got.items()} == want
+    assert "Task: event" in json.dumps(sent)
+
+
+@UV
+def test_a_refused_submission_says_why_in_its_metrics(tmp_path):
+    """A raw crossing: reward 0, and the metrics name the verdict, the stage and the gate rule."""
+    trace, _ = _vf_eval(tmp_path, "agent-hack")
+    m = trace["metrics"]
+    assert trace["rewards"]["grade"]["score"] == 0.0
+    assert m["verdict_refused"] == 1.0 and m["failed_gate"] == 1.0 and m["failed_hidden"] == 0.0
+    assert any(k.startswith("gate_CDC-") and v == 1.0 for k, v in m.items()), m
 
 
 @UV
@@ -80,3 +95,4 @@ def test_a_rollout_that_never_submits_is_graded_as_it_stands(tmp_path):
     the working copy (CdcRepairEnv.finalize's rule)."""
     trace, _ = _vf_eval(tmp_path, "agent-write-no-submit")
     assert trace["rewards"]["grade"]["score"] == 1.0 and trace["stop_condition"] != "submitted"
+    assert trace["metrics"]["verdict_pass"] == 1.0

@@ -157,3 +157,37 @@ def test_leading_bom_is_stripped():
 def test_bom_elsewhere_is_refused_with_its_line():
     res = allowlist(TASK, FIXED.replace("module hs_top", "\ufeffmodule hs_top"))
     assert not res.ok and "byte-order mark" in res.reason and "line" in res.reason
+
+
+def _shifted_diff(shift: int) -> str:
+    """A diff made against a copy of the file with ``shift`` extra lines at the top (a model's
+    memory of the file that drifted), applied to the file as shipped."""
+    pad = "".join(f"// pad {k}\n" for k in range(shift))
+    body = difflib.unified_diff((pad + ORIG).splitlines(True), (pad + FIXED).splitlines(True),
+                                "a/hs_top.v", "b/hs_top.v")
+    return "".join(body)
+
+
+@pytest.mark.parametrize("shift", [1, 3, 12])
+def test_hunks_off_by_a_few_lines_apply_and_the_offset_is_recorded(shift):
+    res = allowlist(TASK, _shifted_diff(shift))
+    assert res.ok and res.text == FIXED
+    assert res.form.startswith("diff, applied with offsets: hunk 1 at -") and f"-{shift}" in res.form
+
+
+def test_a_hunk_further_off_than_the_bound_is_refused():
+    from cdc_env.submission import MAX_OFFSET
+
+    res = allowlist(TASK, _shifted_diff(MAX_OFFSET + 5))
+    assert not res.ok and "does not apply" in res.reason and f"at most {MAX_OFFSET} lines" in res.reason
+
+
+def test_no_fuzz_a_context_line_that_differs_is_refused():
+    diff = make_diff()
+    ctx = next(ln for ln in diff.splitlines() if ln.startswith(" ") and ln.strip())
+    res = allowlist(TASK, diff.replace(ctx + "\n", ctx + " // edited\n", 1))
+    assert not res.ok and "does not apply" in res.reason
+
+
+def test_exact_diffs_report_no_offset():
+    assert allowlist(TASK, make_diff()).form == "diff"

@@ -279,3 +279,66 @@ def test_lean_grader_grades_in_its_child_and_survives_its_death():
         assert (second["id"], second["verdict"]) == ("b", "fail") and lean._proc.pid != child
     finally:
         lean.close()
+
+
+def test_swebench_fields_are_ours():
+    known = {"handshake", "event"}
+    job = parse_line(json.dumps({"instance_id": "handshake__m1-7", "model_patch": "d",
+                                 "model_name_or_path": "m1"}), 1, sim="icarus", hidden=2, known_tasks=known)
+    assert job == GradeJob("handshake__m1-7", "handshake", "d", "icarus", 2)
+    job = parse_line(json.dumps({"instance_id": "event", "model_patch": "d"}), 1, sim="icarus", hidden=2,
+                     known_tasks=known)
+    assert job.task == "event"
+    job = parse_line(json.dumps({"instance_id": "x-1", "task": "event", "model_patch": "d"}), 1, sim="icarus",
+                     hidden=2, known_tasks=known)
+    assert (job.id, job.task) == ("x-1", "event")
+    for obj, reason in [({"instance_id": "astropy__astropy-1", "model_patch": "d"}, "no task"),
+                        ({"instance_id": "handshake__1", "id": "a", "model_patch": "d"},
+                         "both instance_id and id"),
+                        ({"instance_id": "handshake__1", "model_patch": "d", "model_name_or_path": 3},
+                         "model_name_or_path must be a string")]:
+        with pytest.raises(ValueError, match=reason):
+            parse_line(json.dumps(obj), 1, sim="icarus", hidden=2, known_tasks=known)
+
+
+@needs_icarus
+def test_swebench_predictions_through_grade_batch(tmp_path):
+    """SWE-bench lines as a SWE-bench harness writes them: each gets its expected verdict, the model
+    name reaches every result row and the per-model summary, and a diff a few lines off applies
+    with its offset in the report."""
+    import difflib
+
+    hs, ev = load_task("handshake"), load_task("event")
+    pad = "// a line the model remembered\n// and another\n"
+    drifted = "".join(difflib.unified_diff((pad + hs.defective_text).splitlines(True),
+                                           (pad + hs.reference_text).splitlines(True),
+                                           "a/hs_top.v", "b/hs_top.v"))
+    m1, m2 = {"model_name_or_path": "m1"}, {"model_name_or_path": "m2"}
+    lines = [
+        ({"instance_id": "handshake__m1-1", **m1, "model_patch": drifted}, "pass"),
+        ({"instance_id": "handshake__m2-1", **m2, "model_patch": hs.defective_text}, "fail"),
+        ({"instance_id": "run-3", "task": "event", **m2, "model_patch": ev.reference_text}, "pass"),
+    ]
+    pred = tmp_path / "preds.jsonl"
+    pred.write_text("".join(json.dumps(r) + "\n" for r, _ in lines))
+    p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--hidden", "2",
+                "--json")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    rows = load_results(tmp_path / "o" / "results.jsonl")
+    assert {k: r["verdict"] for k, r in rows.items()} == {r["instance_id"]: v for r, v in lines}
+    assert {k: r["model_name_or_path"] for k, r in rows.items()} == {r["instance_id"]: r["model_name_or_path"]
+                                                                    for r, _ in lines}
+    allow = next(st for st in rows["handshake__m1-1"]["stages"] if st["name"] == "allowlist")
+    assert "applied with offsets: hunk 1 at -2" in allow["detail"]
+    assert s["by_model"]["m1"]["pass"] == 1 and s["by_model"]["m2"]["graded"] == 2
+    assert s["by_model"]["m2"]["pass_rate"] == 0.5
+    assert "| m2 | 2 | 50.0% |" in (tmp_path / "o" / "summary.md").read_text()
+
+
+def test_nothing_graded_exits_non_zero(tmp_path):
+    pred = tmp_path / "preds.jsonl"
+    pred.write_text(json.dumps({"instance_id": "astropy__astropy-1", "model_patch": "x",
+                                "model_name_or_path": "m"}) + "\n" + "not json\n")
+    p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--quiet")
+    assert p.returncode == 2 and "graded 0 of 2 lines" in p.stderr and "Traceback" not in p.stderr

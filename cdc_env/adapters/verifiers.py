@@ -7,15 +7,28 @@
 task). A task's prompt is ``cdc_env.prompts.task_prompt`` and its system prompt
 ``AGENT_SYSTEM_PROMPT`` -- the same text ``cdc-env eval`` sends. Its tools come from
 ``CdcToolset``, a task-scoped MCP server (one per rollout) that holds a ``CdcRepairEnv`` and answers
-``read``, ``write``, ``contract``, ``run_visible`` and ``submit`` with the descriptions of
-``tools/*.json``, unprefixed, so a model sees exactly the tools of the other harnesses. Budgets and
-refusals are the environment's own.
+``read``, ``write``, ``contract``, ``run_visible`` and ``submit`` with the descriptions and the
+parameter schemas of ``tools/*.json`` (argument descriptions, length bounds,
+``additionalProperties: false``), unprefixed, so a model sees exactly the tools of the other
+harnesses. Budgets and refusals are the environment's own.
 
 Reward (``CdcTask.grade``): the grader's reward of the submitted design (1.0 pass, 0.0 otherwise).
 If the rollout ends without a submission (the harness's turn limit, the model stopped calling
-tools) the design as it stands is graded, as ``CdcRepairEnv.finalize`` does. Each rollout's state
-(``CdcState``) carries the working copy, the verdict and reward; the grade report itself stays in
-the tool server and the reward function, never in the model's messages.
+tools) the design as it stands is graded, as ``CdcRepairEnv.finalize`` does. Metrics
+(``CdcTask.outcome``) explain a 0 without re-grading: ``verdict_<status>`` for every verdict
+(1.0 for the rollout's), ``failed_<stage>`` for every stage (1.0 for the first that did not
+pass), ``gate_<RULE>`` (1.0 for each rule whose error finding refused the design). Each rollout's
+state (``CdcState``) carries the working copy, the verdict, failed stage, gate rules and reward;
+the grade report itself stays in the tool server and the reward function, never in the model's
+messages.
+
+Run time: with ``--env.agent.harness.id null`` verifiers runs its chat program with ``uv run``,
+which on first use downloads that program's dependencies (about 61 MB) into uv's cache; offline,
+pre-fill the cache once with network, or use a harness that needs none. The tool server itself
+imports only this module's dependencies (no grader work before the first tool call). Its
+start-up is the import of ``verifiers.v1`` itself: measured with ``python -X importtime -c
+"import cdc_env.adapters.verifiers"`` (verifiers 0.4.0), anthropic, openai and sympy types make up
+about 94% of the import time, cdc_env and pyslang about 3% -- so nothing here to cut.
 
 Not covered: a hosted (sandboxed) runtime -- the tool server runs as a local subprocess and needs
 bubblewrap and the simulators on the host, like ``cdc-env grade``.
@@ -24,6 +37,7 @@ bubblewrap and the simulators on the host, like ``cdc-env grade``.
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any, Literal
 
 import verifiers.v1 as vf
@@ -33,6 +47,7 @@ from .. import tools as cdc_tools
 from ..env import DEFAULT_HIDDEN, CdcRepairEnv
 from ..grade import grade
 from ..prompts import AGENT_SYSTEM_PROMPT, task_prompt
+from ..report import report_schema
 from ..task import list_tasks, load_task
 
 __all__ = ["CdcTaskset"]
@@ -45,7 +60,24 @@ class CdcState(vf.State):
     """The working copy of the editable file (None: the defect as shipped, untouched)."""
     done: bool = False
     verdict: str | None = None
+    failed_stage: str | None = None
+    gate_rules: list[str] = Field(default_factory=list)
+    """The rules of the gate's error findings (why the gate refused the design)."""
     reward: float | None = None
+
+
+# The report schema's own vocabularies (one set of names everywhere).
+VERDICTS = tuple(report_schema()["properties"]["verdict"]["enum"])
+STAGES = tuple(s for s in report_schema()["properties"]["failed_stage"]["enum"] if s)
+
+
+def record_outcome(state: Any, report: dict) -> None:
+    """Copy a grade report's verdict, failed stage, gate rules and reward into a rollout's state."""
+    state.verdict = report["verdict"]
+    state.failed_stage = report.get("failed_stage")
+    findings = report.get("findings") or []
+    state.gate_rules = sorted({f["rule"] for f in findings if f.get("severity") == "error"})
+    state.reward = float(report["reward"])
 
 
 class CdcTaskData(vf.TaskData):
@@ -83,8 +115,8 @@ class CdcToolset(vf.Toolset[CdcToolsetConfig, CdcState]):
         self.state.design = self.env.design
         if res["done"]:
             self.state.done = True
-            self.state.verdict = res["report"]["verdict"] if res["report"] else None
-            self.state.reward = float(res["reward"]) if res["reward"] is not None else None
+            if res["report"]:
+                record_outcome(self.state, res["report"])
         return res["observation"]
 
     async def read(self, path: str) -> str:
@@ -103,10 +135,13 @@ class CdcToolset(vf.Toolset[CdcToolsetConfig, CdcState]):
         return await asyncio.to_thread(self._call, "submit", {})
 
     def register(self, mcp: Any) -> None:
-        defs = cdc_tools.tool_definitions()
-        descriptions = {d["function"]["name"]: d["function"]["description"] for d in defs}
-        for name in cdc_tools.TOOL_NAMES:
-            mcp.add_tool(self._with_state(getattr(self, name)), name=name, description=descriptions[name])
+        """Each tool with the description and the whole parameter schema of tools/*.json (MCP would
+        otherwise derive a schema from the Python signature, without descriptions or bounds)."""
+        for d in cdc_tools.tool_definitions():
+            name = d["function"]["name"]
+            mcp.add_tool(self._with_state(getattr(self, name)), name=name,
+                         description=d["function"]["description"])
+            mcp._tool_manager.get_tool(name).parameters = copy.deepcopy(d["function"]["parameters"])
 
 
 class CdcTaskConfig(vf.TaskConfig):
@@ -127,16 +162,30 @@ class CdcTask(vf.Task[CdcTaskData, CdcState, CdcTaskConfig]):
         """End the rollout once the episode is over (submitted or out of tool calls)."""
         return bool(getattr(trace.state, "done", False))
 
+    async def _graded(self, trace: vf.Trace) -> Any:
+        """The rollout's state with its outcome: the submitted design's, else (no submission) the
+        working copy graded as it stands, once (metrics and reward share it)."""
+        state = trace.state
+        if getattr(state, "verdict", None) is None:
+            task = load_task(self.data.task_id)
+            design = getattr(state, "design", None) or task.defective_text
+            report = await asyncio.to_thread(grade, task, design, sim=self.data.sim, hidden=self.data.hidden)
+            record_outcome(state, report)
+        return state
+
+    @vf.metric
+    async def outcome(self, trace: vf.Trace) -> dict[str, float]:
+        """verdict_<status>, failed_<stage>, gate_<RULE>: why a rollout scored what it did."""
+        state = await self._graded(trace)
+        out = {f"verdict_{v}": float(state.verdict == v) for v in VERDICTS}
+        out.update({f"failed_{st}": float(state.failed_stage == st) for st in STAGES})
+        out.update({f"gate_{rule}": 1.0 for rule in state.gate_rules})
+        return out
+
     @vf.reward(weight=1.0)
     async def grade(self, trace: vf.Trace) -> float:
         """The grader's reward: the submitted design's, else the working copy's as it stands."""
-        state = trace.state
-        if getattr(state, "reward", None) is not None:
-            return float(state.reward)
-        task = load_task(self.data.task_id)
-        design = getattr(state, "design", None) or task.defective_text
-        report = grade(task, design, sim=self.data.sim, hidden=self.data.hidden)
-        return float(report["reward"])
+        return float((await self._graded(trace)).reward)
 
 
 class CdcTasksetConfig(vf.TasksetConfig):

@@ -19,6 +19,7 @@ from ..errors import EXIT_USAGE, CdcError
 # `cdc-env grade` loads none of the server, eval or openai code (tests/test_cli.py checks this); the
 # others appear in `cdc-env --help` from this table alone.
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "doctor": ("cdc_env.cli.doctor", "check every prerequisite; print the install line for each missing"),
     "tasks": ("cdc_env.cli.tasks", "list the public tasks"),
     "show": ("cdc_env.cli.tasks", "show a task, the path of its editable file and its bug report"),
     "grade": ("cdc_env.cli.tasks", "grade a submission (full editable file or unified diff)"),

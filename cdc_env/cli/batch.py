@@ -1,7 +1,8 @@
 """``cdc-env grade-batch`` (batch.py on a backend of backends.py) and ``cdc-env report`` (report_html.py).
 
-Exit status of ``grade-batch``: 0 the run finished (whatever the verdicts), 2 bad input or usage,
-3 no backend could grade (e.g. no Ray node passed its setup check).
+Exit status of ``grade-batch``: 0 the run finished and graded at least one line (whatever the
+verdicts), 2 bad input or usage (also: no line of the file is a prediction), 3 no backend could
+grade (e.g. no Ray node passed its setup check, or every grade failed to run).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     from ..backends import make_backend
     from ..batch import BatchRun, run_batch, summary_markdown
     from ..errors import CdcError
-    from .common import EXIT_OK, EXIT_TOOL, EXIT_USAGE, parse_hidden
+    from .common import EXIT_TOOL, EXIT_USAGE, parse_hidden
 
     if args.workers is not None and args.ray:
         print("cdc-env: choose --workers or --ray, not both", file=sys.stderr)
@@ -58,7 +59,24 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
     else:
         print(summary_markdown(summary))
         print(f"results: {Path(args.out) / 'results.jsonl'}")
-    return EXIT_OK
+    return nothing_graded(summary, args)
+
+
+def nothing_graded(summary: dict, args: argparse.Namespace) -> int:
+    """EXIT_OK when at least one line was graded; else one line and 3 (every grade failed to be
+    made: tool_error) or 2 (no line could be read as a prediction)."""
+    from .common import EXIT_OK, EXIT_TOOL, EXIT_USAGE
+
+    if summary["graded"]:
+        return EXIT_OK
+    lines = summary.get("lines", 0)
+    if summary["not_graded"]:
+        print(f"cdc-env: graded 0 of {lines} lines: every grade failed to run (see "
+              f"{Path(args.out) / 'results.jsonl'})", file=sys.stderr)
+        return EXIT_TOOL
+    print(f"cdc-env: graded 0 of {lines} lines: no line is a prediction (reasons in "
+          f"{Path(args.out) / 'errors.jsonl'})", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -75,7 +93,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("grade-batch", help="grade a JSONL predictions file on a local pool or a Ray cluster")
-    s.add_argument("predictions", help='JSONL: {"id", "task", "submission"} plus optional "sim", "hidden"')
+    s.add_argument("predictions", help='JSONL: {"id", "task", "submission"} plus optional "sim", "hidden", '
+                   '"meta"; or SWE-bench\'s {"instance_id", "model_patch", "model_name_or_path"}')
     s.add_argument("--out", required=True, metavar="DIR",
                    help="results folder (results.jsonl, errors.jsonl, summary.json/.md)")
     add_backend_options(s, workers_default="one per CPU")

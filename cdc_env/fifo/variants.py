@@ -61,7 +61,8 @@ _T = [
      ("level",), (1, 2, 3, 4, 5, 6, 8, 9)),
 ]
 
-# Extra defect shapes, outside the 17 (README "Extra defect shapes"). Only the binary read
+# Extra defect shapes, outside the 17 variants (13 training + 4 held out; README "Extra defect
+# shapes"). Only the binary read
 # pointer can be gated under the late-settling model; it needs a writer that reserves space in
 # blocks (wr_block) and a writer that is the fast side. The other two shapes are generated on
 # demand as evidence (bench/bench_fifo.py --evidence): they fail the same seeds with and without

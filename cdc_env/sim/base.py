@@ -255,6 +255,10 @@ class Simulator(ABC):
     def available(self) -> bool:
         """Whether the tools this backend runs are installed."""
 
+    def missing(self) -> str:
+        """When not ``available()``: one line naming what is missing and how to install it."""
+        return f"{self.title} is not installed (cdc-env doctor says what to install)"
+
     @abstractmethod
     def version(self) -> str:
         """The simulator's version (goes into reports and certificates)."""

