@@ -79,11 +79,22 @@ def test_code_that_changes_nothing_in_the_netlist_passes(edit):
     assert res.status == "pass", res.findings
 
 
-def test_invalid_literals_are_compile_errors_with_the_line():
-    for bad in ("4'b2", "4'hG"):
-        res = gate(REF.replace(ANCHOR, f"  wire [3:0] junk = {bad};\n" + ANCHOR))
-        assert res.parse_only, res.findings
-        assert all(isinstance(f["line"], int) for f in res.findings)
+@pytest.mark.parametrize("bad", [
+    "  wire [3:0] junk = 4'b2;\n", "  wire [3:0] junk = 4'hG;\n",
+    "  reg junk_q;\n  always @(posedge clk_a_i) if (start_i) 'begin junk_q <= 1'b1; end\n"],
+                         ids=["b2", "hG", "quote-begin"])
+def test_invalid_literals_are_compile_errors_with_the_line(bad):
+    from cdc_env.grade import grade
+
+    text = REF.replace(ANCHOR, bad + ANCHOR)
+    res = gate(text)
+    assert res.parse_only, res.findings
+    line = text.splitlines().index(ANCHOR) - bad.count("\n") + 1
+    assert any(f["line"] is not None and line <= f["line"] <= line + 1 for f in res.findings), res.findings
+    r = grade(HS, text, hidden=0)  # issue 27 item 6: compile_error, not tool_error; nothing is simulated
+    assert (r["verdict"], r["failed_stage"]) == ("compile_error", "build"), r["reason"]
+    build = next(s for s in r["stages"] if s["name"] == "build")
+    assert f"{HS.editable}:" in build["detail"] and "/tmp/" not in build["detail"]
 
 
 # ----- CDC-REDUNDANT at bit level -----
