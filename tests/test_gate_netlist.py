@@ -145,6 +145,8 @@ RAM = "    .rclk_i(clk_rd_i), .raddr_i(rd_ptr_bin_q[3:0]), .rdata_o(storage_rdat
     "(storage_rdata == 16'd0)",                      # a comparison
     "(storage_rdata[0] ? 1'b1 : rd_take)",           # a select
     "(rd_take & storage_rdata[3])",                  # logic
+    "rd_ptr_gray_q[storage_rdata[2:0]]",              # an index
+    "(storage_rdata + 16'd1) != 16'd0",               # arithmetic
 ])
 def test_cdc_ram_read_data_reaching_control_is_refused(use):
     text = FIFO.reference_text.replace("      rd_valid_o <= rd_take;", f"      rd_valid_o <= {use};")
@@ -240,3 +242,13 @@ def test_parametric_black_boxes_keep_their_own_widths():
     widths = {c["primitive"]: len(c["bits"]) for c in res.summary["crossings"]}
     assert widths == {"u_wr_hi": 3, "u_wr_lo": 2, "u_rd_ptr_sync": 5, "u_storage": 1}
     assert "1'h0, wr_ptr_gray_q" not in res.netlist["verilog"]
+
+
+def test_cdc_ram_read_data_as_an_index_into_the_data_output_is_refused():
+    # The index of a selection is its control, not its data: rd_data_o would carry rd_fill chosen
+    # by the storage word, a crossing of rd_fill's meaning through cdc_ram.
+    text = FIFO.reference_text.replace("        rd_data_o <= storage_rdata;",
+                                       "        rd_data_o <= {15'd0, rd_fill[storage_rdata[2:0]]};")
+    assert text != FIFO.reference_text
+    res = gate(text, FIFO)
+    assert any(f["rule"] == "CDC-MEM" and "read data" in f["message"] for f in res.findings), res.findings

@@ -50,8 +50,12 @@ PRIM_CLOCKS = {"cdc_sync_bus": (("clk_i", "rst_ni"),), "cdc_sync_bit": (("clk_i"
 PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o", "cdc_ram": "rdata_o"}
 # Ports through which cdc_ram's read data may travel (a data path): a flop's D and async data,
 # the data inputs of a multiplexer and of a selection. Anything else consumes it as control.
-DATA_PORTS = {"D", "AD", "A", "B"}
-DATA_CELLS = FLOPS | {"$mux", "$pmux", "$bwmux", "$bmux", "$shiftx", "$pos", "$buf"}
+DATA_PORTS: dict[str, frozenset[str]] = {
+    **{t: frozenset({"D", "AD"}) for t in FLOPS},
+    "$mux": frozenset({"A", "B"}), "$pmux": frozenset({"A", "B"}), "$bwmux": frozenset({"A", "B"}),
+    "$bmux": frozenset({"A"}), "$shiftx": frozenset({"A"}),  # not S / B: the select, the index
+    "$pos": frozenset({"A"}), "$buf": frozenset({"A"}),
+}
 REWIRED = "synchronizer clock/reset rewired"
 
 
@@ -710,7 +714,7 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
                 bad.setdefault(("out", out_bits[b]), b)
             for user, port, i in net.users.get(b, []):
                 t = net.type(user)
-                if t in DATA_CELLS and port in DATA_PORTS:
+                if port in DATA_PORTS.get(t, ()):
                     if t in FLOPS:
                         q = net.conn(user, "Q")
                         if i < len(q):
