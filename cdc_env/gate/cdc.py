@@ -149,8 +149,13 @@ class Ports:
 
 
 class Analysis:
+    """The netlist with its domains: which clock each flop and clocked memory port has, which
+    domain each clock and reset bit belongs to, the writers of each memory, and (``tags``) the
+    domains every bit's combinational cone reaches."""
+
     def __init__(self, net: Netlist, clocks: dict[str, str], resets: dict[str, str]):
         self.net = net
+        self.tags: dict = {}  # bit -> the tags of its cone (set by the caller from cones())
         self.clock_of: dict[int, str] = {}  # clock bit -> domain
         self.reset_of: dict[int, str] = {}
         ports = net.module.get("ports", {})
@@ -292,7 +297,6 @@ class Analysis:
 
     def _order(self, comb: list[str], deps: dict) -> list[str]:
         """Combinational cells in dependency order (drivers first); loops are cut anywhere."""
-        net = self.net
         seen: set[str] = set()
         order: list[str] = []
         comb_set = set(comb)
@@ -310,7 +314,6 @@ class Analysis:
                 elif nxt not in seen:
                     seen.add(nxt)
                     stack.append((nxt, iter(self._pred(nxt, deps, comb_set))))
-        del net
         return order
 
     def _pred(self, cell: str, deps: dict, comb_set: set) -> list[str]:
@@ -349,8 +352,6 @@ class Analysis:
                 if want in self.tags.get(ib, ()):
                     stack.append((ib, (*path, cell)))
         return None, ()
-
-    tags: dict = {}
 
 
 def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str]) -> list[dict]:
