@@ -252,3 +252,22 @@ def test_cdc_ram_read_data_as_an_index_into_the_data_output_is_refused():
     assert text != FIFO.reference_text
     res = gate(text, FIFO)
     assert any(f["rule"] == "CDC-MEM" and "read data" in f["message"] for f in res.findings), res.findings
+
+
+def test_cli_check_netlist_prints_what_is_simulated(capsys):
+    import json
+
+    from cdc_env.cli import main
+
+    assert main(["check", "--netlist", "--json", "fifo_01", str(FIFO.path(FIFO.reference))]) == 0
+    out = json.loads(capsys.readouterr().out)
+    n = out["netlist"]
+    assert n["sha256"] == gate(FIFO.reference_text, FIFO).netlist["sha256"]
+    assert "module async_fifo(" in n["verilog"]
+    assert n["summary"]["flops_per_domain"] == {"a": 10, "b": 30}
+    assert {(c["primitive"], c["from"], c["to"]) for c in n["summary"]["crossings"]} == {
+        ("u_wr_ptr_sync", "a", "b"), ("u_rd_ptr_sync", "b", "a"), ("u_storage", "a", "b")}
+    assert main(["check", "--netlist", "handshake", str(HS.path(HS.reference))]) == 0
+    text = capsys.readouterr().out
+    assert "domain a: 3 flop bits" in text and "crossing a -> b through u_req_sync" in text
+    assert "module hs_top(" in text
