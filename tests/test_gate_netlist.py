@@ -79,11 +79,22 @@ def test_code_that_changes_nothing_in_the_netlist_passes(edit):
     assert res.status == "pass", res.findings
 
 
-def test_invalid_literals_are_compile_errors_with_the_line():
-    for bad in ("4'b2", "4'hG"):
-        res = gate(REF.replace(ANCHOR, f"  wire [3:0] junk = {bad};\n" + ANCHOR))
-        assert res.parse_only, res.findings
-        assert all(isinstance(f["line"], int) for f in res.findings)
+@pytest.mark.parametrize("bad", [
+    "  wire [3:0] junk = 4'b2;\n", "  wire [3:0] junk = 4'hG;\n",
+    "  reg junk_q;\n  always @(posedge clk_a_i) if (start_i) 'begin junk_q <= 1'b1; end\n"],
+                         ids=["b2", "hG", "quote-begin"])
+def test_invalid_literals_are_compile_errors_with_the_line(bad):
+    from cdc_env.grade import grade
+
+    text = REF.replace(ANCHOR, bad + ANCHOR)
+    res = gate(text)
+    assert res.parse_only, res.findings
+    line = text.splitlines().index(ANCHOR) - bad.count("\n") + 1
+    assert any(f["line"] is not None and line <= f["line"] <= line + 1 for f in res.findings), res.findings
+    r = grade(HS, text, hidden=0)  # issue 27 item 6: compile_error, not tool_error; nothing is simulated
+    assert (r["verdict"], r["failed_stage"]) == ("compile_error", "build"), r["reason"]
+    build = next(s for s in r["stages"] if s["name"] == "build")
+    assert f"{HS.editable}:" in build["detail"] and "/tmp/" not in build["detail"]
 
 
 # ----- CDC-REDUNDANT at bit level -----
@@ -134,6 +145,8 @@ RAM = "    .rclk_i(clk_rd_i), .raddr_i(rd_ptr_bin_q[3:0]), .rdata_o(storage_rdat
     "(storage_rdata == 16'd0)",                      # a comparison
     "(storage_rdata[0] ? 1'b1 : rd_take)",           # a select
     "(rd_take & storage_rdata[3])",                  # logic
+    "rd_ptr_gray_q[storage_rdata[2:0]]",              # an index
+    "(storage_rdata + 16'd1) != 16'd0",               # arithmetic
 ])
 def test_cdc_ram_read_data_reaching_control_is_refused(use):
     text = FIFO.reference_text.replace("      rd_valid_o <= rd_take;", f"      rd_valid_o <= {use};")
@@ -229,3 +242,32 @@ def test_parametric_black_boxes_keep_their_own_widths():
     widths = {c["primitive"]: len(c["bits"]) for c in res.summary["crossings"]}
     assert widths == {"u_wr_hi": 3, "u_wr_lo": 2, "u_rd_ptr_sync": 5, "u_storage": 1}
     assert "1'h0, wr_ptr_gray_q" not in res.netlist["verilog"]
+
+
+def test_cdc_ram_read_data_as_an_index_into_the_data_output_is_refused():
+    # The index of a selection is its control, not its data: rd_data_o would carry rd_fill chosen
+    # by the storage word, a crossing of rd_fill's meaning through cdc_ram.
+    text = FIFO.reference_text.replace("        rd_data_o <= storage_rdata;",
+                                       "        rd_data_o <= {15'd0, rd_fill[storage_rdata[2:0]]};")
+    assert text != FIFO.reference_text
+    res = gate(text, FIFO)
+    assert any(f["rule"] == "CDC-MEM" and "read data" in f["message"] for f in res.findings), res.findings
+
+
+def test_cli_check_netlist_prints_what_is_simulated(capsys):
+    import json
+
+    from cdc_env.cli import main
+
+    assert main(["check", "--netlist", "--json", "fifo_01", str(FIFO.path(FIFO.reference))]) == 0
+    out = json.loads(capsys.readouterr().out)
+    n = out["netlist"]
+    assert n["sha256"] == gate(FIFO.reference_text, FIFO).netlist["sha256"]
+    assert "module async_fifo(" in n["verilog"]
+    assert n["summary"]["flops_per_domain"] == {"a": 10, "b": 30}
+    assert {(c["primitive"], c["from"], c["to"]) for c in n["summary"]["crossings"]} == {
+        ("u_wr_ptr_sync", "a", "b"), ("u_rd_ptr_sync", "b", "a"), ("u_storage", "a", "b")}
+    assert main(["check", "--netlist", "handshake", str(HS.path(HS.reference))]) == 0
+    text = capsys.readouterr().out
+    assert "domain a: 3 flop bits" in text and "crossing a -> b through u_req_sync" in text
+    assert "module hs_top(" in text

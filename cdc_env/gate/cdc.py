@@ -50,8 +50,12 @@ PRIM_CLOCKS = {"cdc_sync_bus": (("clk_i", "rst_ni"),), "cdc_sync_bit": (("clk_i"
 PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o", "cdc_ram": "rdata_o"}
 # Ports through which cdc_ram's read data may travel (a data path): a flop's D and async data,
 # the data inputs of a multiplexer and of a selection. Anything else consumes it as control.
-DATA_PORTS = {"D", "AD", "A", "B"}
-DATA_CELLS = FLOPS | {"$mux", "$pmux", "$bwmux", "$bmux", "$shiftx", "$pos", "$buf"}
+DATA_PORTS: dict[str, frozenset[str]] = {
+    **{t: frozenset({"D", "AD"}) for t in FLOPS},
+    "$mux": frozenset({"A", "B"}), "$pmux": frozenset({"A", "B"}), "$bwmux": frozenset({"A", "B"}),
+    "$bmux": frozenset({"A"}), "$shiftx": frozenset({"A"}),  # not S / B: the select, the index
+    "$pos": frozenset({"A"}), "$buf": frozenset({"A"}),
+}
 REWIRED = "synchronizer clock/reset rewired"
 
 
@@ -145,8 +149,13 @@ class Ports:
 
 
 class Analysis:
+    """The netlist with its domains: which clock each flop and clocked memory port has, which
+    domain each clock and reset bit belongs to, the writers of each memory, and (``tags``) the
+    domains every bit's combinational cone reaches."""
+
     def __init__(self, net: Netlist, clocks: dict[str, str], resets: dict[str, str]):
         self.net = net
+        self.tags: dict = {}  # bit -> the tags of its cone (set by the caller from cones())
         self.clock_of: dict[int, str] = {}  # clock bit -> domain
         self.reset_of: dict[int, str] = {}
         ports = net.module.get("ports", {})
@@ -288,7 +297,6 @@ class Analysis:
 
     def _order(self, comb: list[str], deps: dict) -> list[str]:
         """Combinational cells in dependency order (drivers first); loops are cut anywhere."""
-        net = self.net
         seen: set[str] = set()
         order: list[str] = []
         comb_set = set(comb)
@@ -306,7 +314,6 @@ class Analysis:
                 elif nxt not in seen:
                     seen.add(nxt)
                     stack.append((nxt, iter(self._pred(nxt, deps, comb_set))))
-        del net
         return order
 
     def _pred(self, cell: str, deps: dict, comb_set: set) -> list[str]:
@@ -345,8 +352,6 @@ class Analysis:
                 if want in self.tags.get(ib, ()):
                     stack.append((ib, (*path, cell)))
         return None, ()
-
-    tags: dict = {}
 
 
 def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str]) -> list[dict]:
@@ -710,7 +715,7 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
                 bad.setdefault(("out", out_bits[b]), b)
             for user, port, i in net.users.get(b, []):
                 t = net.type(user)
-                if t in DATA_CELLS and port in DATA_PORTS:
+                if port in DATA_PORTS.get(t, ()):
                     if t in FLOPS:
                         q = net.conn(user, "Q")
                         if i < len(q):

@@ -30,7 +30,7 @@ RULES: dict[str, str] = {
     "POL-HIERREF": "a hierarchical reference (into the testbench, a primitive or another instance)",
     "POL-MODNAME": "a module (or other design unit) whose name is already taken",
     "POL-CONSTRUCT": "a construct outside the design subset (classes, interfaces, programs, "
-                     "fork/join, waits, events, assertions, gate primitives...)",
+                     "fork/join, waits, events, assertions...) or a formal cell in the netlist",
     # Clock-domain structure, queries on the synthesized netlist (cdc.py)
     "CDC-CLOCK": "a flop clocked by something that is not a task clock, or a clock used as data",
     "CDC-RAW": "a signal crosses clock domains without a synchronizer primitive",
@@ -40,8 +40,8 @@ RULES: dict[str, str] = {
     "CDC-HANDSYNC": "a hand-written synchronizer (a flop chain sampling a foreign signal)",
     "CDC-BYPASS": "a synchronized signal also crosses raw, or a synchronizer output reaches a third "
                   "domain",
-    "CDC-MEM": "a memory written in one domain and read in another, other than the cdc_ram "
-               "primitive or a task-declared memory used only as the data path",
+    "CDC-MEM": "a memory written in one domain and read in another; cdc_ram in a task without "
+               "storage, or its read data reaching anything but the data path",
     "CDC-SAME-DOMAIN": "a synchronizer whose input comes from its own destination domain",
     "CDC-REDUNDANT": "two or more synchronizers of the same source bits into the same domain",
 }
