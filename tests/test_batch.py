@@ -279,3 +279,37 @@ def test_lean_grader_grades_in_its_child_and_survives_its_death():
         assert (second["id"], second["verdict"]) == ("b", "fail") and lean._proc.pid != child
     finally:
         lean.close()
+
+
+@needs_icarus
+def test_resume_regrades_a_result_whose_submission_changed(tmp_path):
+    """--resume compares each kept result's task and submission SHA-256 with its id's line now: a
+    changed submission under the same id is graded again, not kept with its old verdict."""
+    hs = load_task("handshake")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text(json.dumps({"id": "a", "task": "handshake", "submission": hs.defective_text}) + "\n"
+                    + json.dumps({"id": "b", "task": "handshake", "submission": hs.reference_text}) + "\n")
+    out = tmp_path / "out"
+    run_batch(BatchRun(pred, out, hidden=1, progress=False), LocalPool(1))
+    assert load_results(out / "results.jsonl")["a"]["verdict"] == "fail"
+    pred.write_text(json.dumps({"id": "a", "task": "handshake", "submission": hs.reference_text}) + "\n"
+                    + json.dumps({"id": "b", "task": "handshake", "submission": hs.reference_text}) + "\n")
+    s = run_batch(BatchRun(pred, out, hidden=1, resume=True, progress=False), LocalPool(1))
+    assert s["resumed"] == 1 and s["stale_regraded"] == 1
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == ["a", "b"]
+    assert {r["id"]: r["verdict"] for r in rows} == {"a": "pass", "b": "pass"}
+
+
+def test_lines_with_huge_integers_or_deep_nesting_are_bad_lines_not_an_abort(tmp_path):
+    from cdc_env.batch import BadLine, iter_predictions
+
+    pred = tmp_path / "p.jsonl"
+    good = json.dumps({"id": "ok", "task": "handshake", "submission": "x"})
+    big = '{"id": "big", "task": "handshake", "submission": "x", "hidden": 1' + "0" * 4300 + "}"
+    deep, deep_id = "[" * 100_000 + "]" * 100_000, '{"id": ' + "[" * 5000 + "]" * 5000 + "}"
+    pred.write_text("\n".join([big, deep, deep_id, good]) + "\n")
+    items = list(iter_predictions(pred, sim="icarus", hidden="all", known_tasks={"handshake"}))
+    assert [type(i).__name__ for i in items] == ["BadLine", "BadLine", "BadLine", "GradeJob"]
+    assert "4300" in items[0].reason and "deep" in items[1].reason
+    assert all(isinstance(i, BadLine) and len(i.reason.splitlines()) == 1 for i in items[:3])
