@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from .backends import Backend, GradeJob, sims
@@ -100,6 +101,21 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     return GradeJob(id=pid, task=obj["task"], submission=sub, sim=line_sim, hidden=line_hidden)
 
 
+def _check_hidden(job: GradeJob) -> None:
+    """The line's ``hidden`` against its task's hidden-seed count (``seeds.hidden_for``, the check
+    grade() makes): a ValueError here makes the line a bad line instead of a failed grade."""
+    from .sim.seeds import hidden_for  # noqa: PLC0415
+
+    hidden_for(_task(job.task), job.hidden)
+
+
+@lru_cache(maxsize=256)
+def _task(task_id: str) -> object:
+    from .task import load_task  # noqa: PLC0415
+
+    return load_task(task_id)
+
+
 def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                      known_tasks: set[str]) -> Iterator[GradeJob | BadLine]:
     """Each non-blank line in file order: a GradeJob, or a BadLine (a later line with an id seen
@@ -111,6 +127,7 @@ def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                 continue
             try:
                 job = parse_line(raw, lineno, sim=sim, hidden=hidden, known_tasks=known_tasks)
+                _check_hidden(job)
             except ValueError as exc:
                 pid = None
                 try:
