@@ -36,6 +36,7 @@ Ray is imported only by ``RayBackend`` (the ``cdc_env[ray]`` extra); the core ne
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -222,11 +223,57 @@ class Backend:
 
 # ---------------------------------------------------------------------- local process pool
 
-def _pool_init(sim: str) -> None:
+def _pool_init(sim: str, owner: int = 0) -> None:
+    if owner:
+        _die_with_owner(owner)
     try:
         warm(sim)
     except Exception:  # reported by start()'s node check; a grade will say tool_error itself
         pass
+
+
+def _die_with_owner(owner: int) -> None:
+    """A pool worker ends when the process that made the pool (``owner``, e.g. grade-batch) ends,
+    however it ends (SIGKILL included), and takes the forkserver, its parent, with it: the kernel
+    signals the worker when the forkserver dies (PR_SET_PDEATHSIG), and a thread waits on a pidfd
+    of the owner (exact: no pid reuse) and then kills the forkserver and exits. Without this, a
+    killed grade-batch left its forkserver and every worker running."""
+    import ctypes  # noqa: PLC0415
+    import select  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    server = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    try:
+        fd = os.pidfd_open(owner)
+    except (OSError, AttributeError):  # the owner is already gone (or no pidfd here)
+        fd = None
+        if not _alive(owner):
+            os._exit(1)
+    if fd is None or os.getppid() != server:
+        return
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        if os.getppid() == server:
+            with contextlib.suppress(OSError):
+                os.kill(server, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="cdc-owner-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class LocalPool(Backend):
@@ -248,7 +295,7 @@ class LocalPool(Backend):
         # forkserver: workers never inherit the caller's threads or open files
         ctx = multiprocessing.get_context("forkserver")
         return cf.ProcessPoolExecutor(self.slots, mp_context=ctx, initializer=_pool_init,
-                                      initargs=(self.sim,))
+                                      initargs=(self.sim, os.getpid()))
 
     def start(self) -> list[dict]:
         with self._lock:

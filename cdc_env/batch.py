@@ -31,7 +31,10 @@ Output folder:
 
 ``--resume`` keeps every result already in results.jsonl and grades only the ids not there. Rows
 that are not results (``batch_error``: the grade could not be made, e.g. a worker died more than
-the retry budget) are dropped and graded again. Each id is recorded at most once.
+the retry budget) are dropped and graded again, and so are stale ones: a result whose task or
+submission SHA-256 differs from its id's line now (``summary.json``: ``stale_regraded``). Each
+id is recorded at most once. A line that cannot be parsed (not JSON, an integer over 4,300
+digits, nesting too deep) is a bad line like any other.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from .backends import Backend, GradeJob, sims
@@ -96,8 +100,8 @@ def swebench_fields(obj: dict, known_tasks: set[str]) -> dict:
 def line_model(raw: str) -> str | None:
     """The line's ``model_name_or_path`` (a string), else None."""
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError:
+        obj = loads_line(raw)
+    except ValueError:
         return None
     model = obj.get(MODEL_FIELD) if isinstance(obj, dict) else None
     return model[:200] if isinstance(model, str) and model else None
@@ -111,7 +115,8 @@ def read_models(path: Path, known_tasks: set[str]) -> dict[str, str]:
             if MODEL_FIELD not in raw or not (model := line_model(raw)):
                 continue
             try:
-                pid = swebench_fields(json.loads(raw), known_tasks).get("id")
+                obj = loads_line(raw)
+                pid = swebench_fields(obj, known_tasks).get("id") if isinstance(obj, dict) else None
             except ValueError:
                 continue
             if isinstance(pid, (str, int)) and not isinstance(pid, bool):
@@ -130,12 +135,22 @@ def by_model(results: list[dict]) -> dict[str, dict]:
             for m, c in sorted(counts.items())}
 
 
-def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_tasks: set[str]) -> GradeJob:
-    """One predictions line -> a GradeJob; ValueError with a one-line reason if it is not one."""
+def loads_line(raw: str) -> object:
+    """json.loads for one line of input, with every way it can fail as a one-line ValueError:
+    not JSON, an integer beyond Python's digit limit (4,300), nesting too deep to parse."""
     try:
-        obj = json.loads(raw)
+        return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+    except ValueError as exc:  # e.g. "Exceeds the limit (4300 digits) for integer string conversion"
+        raise ValueError(f"not usable JSON ({str(exc).splitlines()[0][:120]})") from None
+
+
+def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_tasks: set[str]) -> GradeJob:
+    """One predictions line -> a GradeJob; ValueError with a one-line reason if it is not one."""
+    obj = loads_line(raw)
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     obj = swebench_fields(obj, known_tasks)
@@ -164,6 +179,21 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     return GradeJob(id=pid, task=obj["task"], submission=sub, sim=line_sim, hidden=line_hidden)
 
 
+def _check_hidden(job: GradeJob) -> None:
+    """The line's ``hidden`` against its task's hidden-seed count (``seeds.hidden_for``, the check
+    grade() makes): a ValueError here makes the line a bad line instead of a failed grade."""
+    from .sim.seeds import hidden_for  # noqa: PLC0415
+
+    hidden_for(_task(job.task), job.hidden)
+
+
+@lru_cache(maxsize=256)
+def _task(task_id: str) -> object:
+    from .task import load_task  # noqa: PLC0415
+
+    return load_task(task_id)
+
+
 def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                      known_tasks: set[str]) -> Iterator[GradeJob | BadLine]:
     """Each non-blank line in file order: a GradeJob, or a BadLine (a later line with an id seen
@@ -175,12 +205,13 @@ def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                 continue
             try:
                 job = parse_line(raw, lineno, sim=sim, hidden=hidden, known_tasks=known_tasks)
+                _check_hidden(job)
             except ValueError as exc:
                 pid = None
                 try:
-                    obj = json.loads(raw)
+                    obj = loads_line(raw)
                     pid = obj.get("id", obj.get("instance_id")) if isinstance(obj, dict) else None
-                except json.JSONDecodeError:
+                except ValueError:
                     pass
                 yield BadLine(lineno, str(exc), pid if isinstance(pid, (str, int)) else None)
                 continue
@@ -210,9 +241,25 @@ def compact(row: dict) -> dict:
     return {k: row[k] for k in COMPACT if k in row}
 
 
-def keep_results(path: Path, wanted: set[str]) -> dict[str, dict]:
+def submission_key(job: GradeJob) -> tuple[str, str]:
+    """What a kept result must have been graded on: (task, SHA-256 of the submission), as the
+    report records them (``task``, ``submission_sha256``)."""
+    return job.task, hashlib.sha256(job.submission.encode("utf-8")).hexdigest()
+
+
+def _is_current(row: dict, expected: tuple[str, str]) -> bool:
+    """Whether a result row was graded on this line's task and exact submission (a row without
+    the hash, e.g. from an older version, is not)."""
+    return (row.get("task"), row.get("submission_sha256")) == expected
+
+
+def keep_results(path: Path, wanted: set[str], expect: dict[str, tuple[str, str]] | None = None,
+                 stale: list[str] | None = None) -> dict[str, dict]:
     """Rewrite results.jsonl in place with the first result of each wanted id (dropping torn lines,
-    ``batch_error`` rows and ids no longer in the input); return {str(id): compact row}."""
+    ``batch_error`` rows and ids no longer in the input); return {str(id): compact row}.
+
+    expect: id -> ``submission_key`` of its line now; a result graded on another task or
+    submission is stale: dropped (so it is graded again) and its id appended to ``stale``."""
     kept: dict[str, dict] = {}
     if not path.is_file():
         return kept
@@ -220,12 +267,16 @@ def keep_results(path: Path, wanted: set[str]) -> dict[str, dict]:
     with open(path, encoding="utf-8", errors="replace") as src, open(tmp, "w", encoding="utf-8") as dst:
         for raw in src:
             try:
-                row = json.loads(raw)
-            except json.JSONDecodeError:
+                row = loads_line(raw)
+            except ValueError:
                 continue
             if not isinstance(row, dict) or "id" not in row or row.get("batch_error"):
                 continue
             key = str(row["id"])
+            if key in wanted and key not in kept and expect is not None and not _is_current(row, expect[key]):
+                if stale is not None and key not in stale:
+                    stale.append(key)
+                continue
             if key in wanted and key not in kept:
                 kept[key] = compact(row)
                 dst.write(raw if raw.endswith("\n") else raw + "\n")
@@ -242,8 +293,8 @@ def load_results(path: Path) -> dict[str, dict]:
     with open(path, encoding="utf-8", errors="replace") as fh:
         for raw in fh:
             try:
-                row = json.loads(raw)
-            except json.JSONDecodeError:
+                row = loads_line(raw)
+            except ValueError:
                 continue
             if isinstance(row, dict) and "id" in row and not row.get("batch_error"):
                 out.setdefault(str(row["id"]), row)
@@ -510,6 +561,7 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
     # Pass 1: bad lines and the ids (no submission is kept in memory).
     bad: list[BadLine] = []
     ids: set[str] = set()
+    expect: dict[str, tuple[str, str]] = {}  # id -> (task, submission hash): a kept result must match
     with open(out / "errors.jsonl", "w", encoding="utf-8") as err:
         for item in iter_predictions(pred, sim=run.sim, hidden=run.hidden, known_tasks=known):
             if isinstance(item, BadLine):
@@ -519,7 +571,9 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
                     run.on_bad_line(item)
             else:
                 ids.add(str(item.id))
-    kept = keep_results(results_path, ids) if run.resume else {}
+                expect[str(item.id)] = submission_key(item)
+    stale: list[str] = []
+    kept = keep_results(results_path, ids, expect, stale) if run.resume else {}
     models = read_models(pred, known)
     if not run.resume:
         results_path.write_text("", encoding="utf-8")
@@ -550,6 +604,7 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
     wall = time.monotonic() - t0
     summary = summarize(rows, bad_lines=len(bad), wall_s=wall, backend=backend.info(), nodes=nodes,
                         resumed=len(kept), total_lines=len(ids) + len(bad))
+    summary["stale_regraded"] = len(stale)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     run.summary = summary

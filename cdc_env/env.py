@@ -26,7 +26,7 @@ from .prompts import CONTRACT_NAME, task_prompt
 from .report import Report
 from .sim import get_simulator
 from .sim.proc import bwrap_path
-from .sim.seeds import parse_hidden
+from .sim.seeds import hidden_for, parse_hidden
 from .submission import MAX_BYTES
 from .task import Task, load_task
 
@@ -122,17 +122,18 @@ class CdcRepairEnv:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
         if isinstance(max_sim_runs, bool) or not isinstance(max_sim_runs, int) or max_sim_runs < 0:
             raise CdcError(f"max_sim_runs must be an integer >= 0, not {max_sim_runs!r}")
-        if hidden is not None:
-            try:
-                hidden = parse_hidden(hidden)
-            except ValueError as exc:
-                raise CdcError(str(exc)) from None
         if isinstance(task_dir, Task):
             self.task = task_dir
         elif repo_root is not None and not (Path(task_dir) / "task.toml").is_file():
             self.task = load_task(Path(repo_root) / "tasks" / str(task_dir))
         else:
             self.task = load_task(task_dir)
+        if hidden is not None:
+            try:
+                hidden_for(self.task, hidden)  # the task's own bound, as grade() checks it
+                hidden = parse_hidden(hidden)
+            except ValueError as exc:
+                raise CdcError(str(exc)) from None
         if sim != "auto":
             get_simulator(sim)  # an unknown simulator is the caller's error, raised now
         if sandbox and bwrap_path() is None:

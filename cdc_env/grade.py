@@ -150,6 +150,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
     t0 = time.monotonic()
     with cpu_meter() as meter:  # this grade's own threads only (not other grades in the process)
         task = load_task(task) if isinstance(task, str) else task
+        hidden_for(task, hidden)  # a bad ``hidden`` is the caller's ValueError, before anything runs
         choice = ""
         if sim == "auto":
             sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)

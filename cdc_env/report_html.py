@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def load_folder(folder: Path) -> dict:
             rows.append({"id": f"{r.get('task')} s{r.get('sample')}", "task": r.get("task"),
                          "verdict": r.get("label"), "stage": r.get("failed_stage"),
                          "reason": (report or {}).get("reason") or r.get("error") or r.get("refusal") or "",
-                         "cpu_s": float(r.get("grade_cpu_s") or 0.0), "report": report,
+                         "cpu_s": r.get("grade_cpu_s") or 0.0, "report": report,
                          "submission": traj.get("submission"), "mode": r.get("mode"),
                          "gate": r.get("gate"), "sim_verdict": r.get("sim_verdict"),
                          "messages": traj.get("messages") if r.get("mode") == "agentic" else None})
@@ -117,10 +118,54 @@ def load_folder(folder: Path) -> dict:
         for r in raw:
             rows.append({"id": r.get("id"), "task": r.get("task"), "verdict": r.get("verdict"),
                          "stage": r.get("failed_stage"), "reason": r.get("reason") or "",
-                         "cpu_s": float(r.get("cpu_s") or 0.0), "report": r,
+                         "cpu_s": r.get("cpu_s") or 0.0, "report": r,
                          "submission": subs.get(str(r.get("id"))), "messages": None,
                          "batch_error": bool(r.get("batch_error"))})
-    return {"kind": kind, "folder": folder, "rows": rows, "summary": summary}
+    return {"kind": kind, "folder": folder, "rows": [_checked(r) for r in rows], "summary": summary}
+
+
+def _malformed(row: dict) -> str:
+    """What is wrong with a row's shape for this page ('' if nothing): a results file may be
+    hand-edited, truncated or written by another version."""
+    cpu = row.get("cpu_s")
+    if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not math.isfinite(cpu) or cpu < 0:
+        return f"cpu_s is {str(cpu)[:40]!r}, not a finite number >= 0"
+    for key in ("verdict", "task"):
+        if row.get(key) is not None and not isinstance(row.get(key), str):
+            return f"{key} is a {type(row.get(key)).__name__}, not a string"
+    for key in ("reason", "stage"):
+        if row.get(key) is not None and not isinstance(row.get(key), str):
+            return f"{key} is a {type(row.get(key)).__name__}, not a string"
+    if row.get("messages") is not None and not isinstance(row.get("messages"), list):
+        return "the transcript's messages are not a list"
+    report = row.get("report")
+    if report is None:
+        return ""
+    seeds = report.get("seeds")
+    if seeds is None:
+        return ""
+    if not isinstance(seeds, dict):
+        return f"seeds is a {type(seeds).__name__}, not an object"
+    for stage, st in seeds.items():
+        if not isinstance(st, dict):
+            return f"seeds.{str(stage)[:20]} is a {type(st).__name__}, not an object"
+        for key in ("failed", "results"):
+            items = st.get(key)
+            if items is not None and (not isinstance(items, list)
+                                      or not all(isinstance(x, dict) for x in items)):
+                return f"seeds.{str(stage)[:20]}.{key} is not a list of objects"
+    return ""
+
+
+def _checked(row: dict) -> dict:
+    """The row, or the row rendered as ``invalid`` (with why) when its shape is malformed."""
+    why = _malformed(row)
+    if not why:
+        row["cpu_s"] = float(row["cpu_s"])
+        return row
+    return {**row, "verdict": "invalid", "stage": None, "reason": f"malformed row: {why}", "cpu_s": 0.0,
+            "report": None, "task": row["task"] if isinstance(row.get("task"), str) else "(invalid)",
+            "messages": None}
 
 
 # ---------------------------------------------------------------------- page parts

@@ -101,13 +101,22 @@ def _req(table: dict, key: str, where: Path):
     return table[key]
 
 
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a name the OS cannot even look up (a component over 255 bytes,
+    a path over PATH_MAX, a NUL byte) instead of raising: such a name is an unknown task."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load_task(name_or_path: str | Path) -> Task:
     """Load a task by public id (``handshake``) or by the path of its folder."""
     p = Path(name_or_path)
-    if not (p / "task.toml").is_file():
+    if not _is_file(p / "task.toml"):
         p = paths.tasks_dir() / str(name_or_path)
     manifest = p / "task.toml"
-    if not manifest.is_file() or str(name_or_path) in ("common", ""):
+    if not _is_file(manifest) or str(name_or_path) in ("common", ""):
         known = ", ".join(t for t in task_ids()) or "none"
         raise CdcError(f"unknown task '{name_or_path}' (known tasks: {known})")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -342,3 +343,102 @@ def test_nothing_graded_exits_non_zero(tmp_path):
                                 "model_name_or_path": "m"}) + "\n" + "not json\n")
     p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--quiet")
     assert p.returncode == 2 and "graded 0 of 2 lines" in p.stderr and "Traceback" not in p.stderr
+
+
+@needs_icarus
+def test_resume_regrades_a_result_whose_submission_changed(tmp_path):
+    """--resume compares each kept result's task and submission SHA-256 with its id's line now: a
+    changed submission under the same id is graded again, not kept with its old verdict."""
+    hs = load_task("handshake")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text(json.dumps({"id": "a", "task": "handshake", "submission": hs.defective_text}) + "\n"
+                    + json.dumps({"id": "b", "task": "handshake", "submission": hs.reference_text}) + "\n")
+    out = tmp_path / "out"
+    run_batch(BatchRun(pred, out, hidden=1, progress=False), LocalPool(1))
+    assert load_results(out / "results.jsonl")["a"]["verdict"] == "fail"
+    pred.write_text(json.dumps({"id": "a", "task": "handshake", "submission": hs.reference_text}) + "\n"
+                    + json.dumps({"id": "b", "task": "handshake", "submission": hs.reference_text}) + "\n")
+    s = run_batch(BatchRun(pred, out, hidden=1, resume=True, progress=False), LocalPool(1))
+    assert s["resumed"] == 1 and s["stale_regraded"] == 1
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == ["a", "b"]
+    assert {r["id"]: r["verdict"] for r in rows} == {"a": "pass", "b": "pass"}
+
+
+def test_lines_with_huge_integers_or_deep_nesting_are_bad_lines_not_an_abort(tmp_path):
+    from cdc_env.batch import BadLine, iter_predictions
+
+    pred = tmp_path / "p.jsonl"
+    good = json.dumps({"id": "ok", "task": "handshake", "submission": "x"})
+    big = '{"id": "big", "task": "handshake", "submission": "x", "hidden": 1' + "0" * 4300 + "}"
+    deep, deep_id = "[" * 100_000 + "]" * 100_000, '{"id": ' + "[" * 5000 + "]" * 5000 + "}"
+    pred.write_text("\n".join([big, deep, deep_id, good]) + "\n")
+    items = list(iter_predictions(pred, sim="icarus", hidden="all", known_tasks={"handshake"}))
+    assert [type(i).__name__ for i in items] == ["BadLine", "BadLine", "BadLine", "GradeJob"]
+    assert "4300" in items[0].reason and "deep" in items[1].reason
+    assert all(isinstance(i, BadLine) and len(i.reason.splitlines()) == 1 for i in items[:3])
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@needs_icarus
+def test_sigkill_of_grade_batch_leaves_no_pool_workers(tmp_path):
+    """SIGKILL of grade-batch mid-run: its forkserver and pool workers (and their simulators) end
+    too, instead of grading on with nobody to report to."""
+    fifo = load_task("fifo_01")
+    pred = tmp_path / "p.jsonl"
+    pred.write_text("".join(json.dumps({"id": f"f{i}", "task": "fifo_01",
+                                        "submission": fifo.reference_text + f"// {i}\n"}) + "\n"
+                            for i in range(8)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "cdc_env.cli", "grade-batch", str(pred), "--out",
+                             str(tmp_path / "out"), "--workers", "2", "--hidden", "8"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        below: set[int] = set()
+        for _ in range(600):  # until the forkserver and both workers exist (and grade)
+            below = _descendants(proc.pid)
+            if len(below) >= 4:
+                break
+            time.sleep(0.1)
+        assert len(below) >= 3, "the pool never started"
+        proc.kill()
+        proc.wait()
+        for _ in range(600):
+            left = {p for p in below if _alive(p)}
+            if not left:
+                break
+            time.sleep(0.1)
+        assert not left, f"processes of the killed grade-batch still run: {sorted(left)}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in below:  # whatever a failing run left (these are this test's own processes)
+            if _alive(p):
+                with contextlib.suppress(OSError):
+                    os.kill(p, signal.SIGKILL)

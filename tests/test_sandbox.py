@@ -837,3 +837,29 @@ def test_a_seed_cannot_retune_its_runner(monkeypatch):
     task = load_task("handshake")
     r = grade(task, _stall_fix(_sh_leaks([_RETUNE])), sim="verilator", hidden=0, gate=False)
     assert r["verdict"] == "pass", r["reason"]
+
+
+def _peak_rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="no /proc/self/clear_refs")
+def test_a_printing_design_does_not_make_the_grader_hold_a_chunks_output(monkeypatch):
+    """Every seed prints up to its output cap (1 MiB). The stage runner's report is parsed record by
+    record as it arrives, so the grading process (this one) holds about one seed's output, not the
+    whole chunk's (72 seeds in one chunk here: over 140 MiB before)."""
+    from cdc_env.sim import stage as sim_stage
+
+    monkeypatch.setenv(sim_stage.STAGE_ENV, "1")
+    task = load_task("handshake")
+    flood = '    repeat (20000) $display("flood flood flood flood flood flood flood flood %0d", probe_r);'
+    design = _stall_fix(flood)
+    grade(task, task.reference_text, hidden=0, gate=False)  # warm up: build caches, self-test
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = _peak_rss_mib()
+    r = grade(task, design, sim="icarus", hidden=64, gate=False, jobs=1)
+    grown = _peak_rss_mib() - base
+    assert r["verdict"] != "tool_error", r["reason"]
+    assert grown < 40, f"the grading process grew by {grown:.0f} MiB"

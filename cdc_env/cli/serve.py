@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -29,8 +30,8 @@ def _positive(kind: type, name: str):
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} takes a number, not '{text}'") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be positive")
+        if not math.isfinite(value) or value <= 0:  # nan compares false with everything
+            raise argparse.ArgumentTypeError(f"{name} must be a positive finite number, not '{text}'")
         return value
 
     return parse

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..task import Task, load_task
 API = "/v1"
 MAX_STEPS_CAP = 200  # per-episode tool-call budget a client may ask for
 MAX_SIM_RUNS_CAP = 50  # per-episode simulation budget a client may ask for
+_INTEGERS = ("workers", "max_episodes", "max_body", "max_connections")
 DEFAULT_MAX_BODY = 1 << 20  # bytes; a submission is at most 256 KiB of text, JSON-escaped
 
 
@@ -54,13 +56,16 @@ class ServerConfig:
         if self.token is not None and not self.token.strip():
             raise CdcError("the bearer token is empty")
         self.workers = self.workers or len(os.sched_getaffinity(0)) or 1
-        self.max_pending = self.max_pending or self.max_episodes + 4 * self.workers
         for name, value in (("workers", self.workers), ("max_episodes", self.max_episodes),
                             ("max_body", self.max_body), ("idle_timeout", self.idle_timeout),
                             ("header_timeout", self.header_timeout), ("body_timeout", self.body_timeout),
                             ("max_connections", self.max_connections)):
-            if value <= 0:
-                raise CdcError(f"{name} must be positive, not {value}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                    or value <= 0:
+                raise CdcError(f"{name} must be a positive finite number, not {value!r}")
+            if name in _INTEGERS and value != int(value):
+                raise CdcError(f"{name} must be a whole number, not {value!r}")
+        self.max_pending = self.max_pending or self.max_episodes + 4 * self.workers
         try:
             self.hidden = parse_hidden(self.hidden)
         except ValueError as exc:

@@ -220,11 +220,16 @@ def hidden_seeds(task: Task, count: int | None = None) -> list[int]:
 
 
 def hidden_for(task: Task, hidden: int | str | None) -> list[int]:
-    """The hidden seeds a grade runs for an already parsed ``hidden`` (``parse_hidden``): every
-    one for ``"all"``, the first N for a number N, none for 0 or None."""
-    if not hidden:
+    """The hidden seeds a grade runs for ``hidden``: every one for ``"all"``, the first N for a
+    number N, none for 0 or None. The one place ``hidden`` is checked against the task: anything
+    but "all" or 0..the task's hidden count is a ``ValueError`` (``parse_hidden``'s message), the
+    same for ``grade()``, grade-batch, ``CdcRepairEnv``, the server and the CLI."""
+    if hidden is None:
         return []
-    return hidden_seeds(task, None if hidden == "all" else int(hidden))
+    n = parse_hidden(hidden, at_most=task.seeds.hidden_count, task_id=task.id)
+    if not n:
+        return []
+    return hidden_seeds(task, None if n == "all" else int(n))
 
 
 def parse_hidden(value: object, *, at_most: int | None = None, task_id: str | None = None) -> int | str:

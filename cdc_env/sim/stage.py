@@ -41,7 +41,7 @@ from .certs import (
     issue_certificate,
     prune_certificates,
 )
-from .proc import Limits, ProcResult, carry_cpu, run_bounded
+from .proc import Limits, ProcResult, accounting, carry_cpu, run_bounded
 from .seeds import SeedPlan, plan_seed
 
 BATCH_MIN_SEEDS = 24
@@ -101,6 +101,49 @@ def run_seeds_staged(sim: Simulator, build: Build, task: Task, seeds: list[int],
     return out
 
 
+class _ReportStream:
+    """The runner's report, parsed record by record as it arrives: each seed's output is turned
+    into its SeedResult at once and dropped, so the grading process holds at most one record
+    (a seed's capped stdout and stderr), not a whole chunk's output (hundreds of MiB for a
+    printing design). ``bad``: a record did not parse or came out of order (the whole report is
+    then not used); ``pending``: bytes of an unfinished record are left (a torn report)."""
+
+    def __init__(self, plans: list[SeedPlan], nonces: list[int], accounting_method: str) -> None:
+        self.plans, self.nonces, self.method = plans, nonces, accounting_method
+        self.results: list[SeedResult] = []
+        self.bad = False
+        self._buf = bytearray()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._buf)
+
+    def feed(self, chunk: bytes) -> None:
+        if self.bad:
+            return  # keep draining the pipe (the runner must not block), but use nothing
+        self._buf += chunk
+        while self._buf and not self.bad:
+            m = _RECORD.match(self._buf)
+            if m is None:
+                # an unfinished header is at most a line of digits; anything else is not a record
+                if b"\n" in self._buf[:200] or len(self._buf) >= 200:
+                    self.bad = True
+                return
+            idx, code, cpu_us, rss, tout, flood, lo, le = (int(g) for g in m.groups())
+            body = m.end()
+            if len(self._buf) < body + lo + le:
+                return
+            if idx != len(self.results) or idx >= len(self.plans):
+                self.bad = True
+                return
+            out = bytes(self._buf[body:body + lo]).decode("utf-8", "replace")
+            err = bytes(self._buf[body + lo:body + lo + le]).decode("utf-8", "replace")
+            del self._buf[:body + lo + le]
+            seed_proc = ProcResult(code, out, err, cpu_us / 1e6, 0.0, rss, bool(tout), bool(flood),
+                                   accounting=self.method)
+            self.results.append(parse_verdict(self.plans[idx].seed, seed_proc, self.nonces[idx]))
+
+
 def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, settle: bool,
                         limits: Limits = SEED_LIMITS, tag: str = "stage") -> list[SeedResult] | None:
     """Run ``plans`` one after another in ONE sandbox, each seed a fresh process started by the
@@ -131,7 +174,7 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
                           tmp_bytes=limits.tmp_bytes)
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
-    data = bytearray()
+    report = _ReportStream(plans, nonces, accounting().method)
 
     def feed() -> None:
         payload = memoryview(("\n".join(lines) + "\n").encode())
@@ -146,7 +189,7 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     def drain() -> None:
         with os.fdopen(res_r, "rb") as f:
             while chunk := f.read1(1 << 16):
-                data.extend(chunk)
+                report.feed(chunk)
 
     threads = [threading.Thread(target=carry_cpu(feed, fresh=True), daemon=True),
                threading.Thread(target=carry_cpu(drain, fresh=True), daemon=True)]
@@ -162,24 +205,9 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
         os.close(res_w)
         for t in threads:
             t.join(timeout=30)
-    if proc.returncode != 0 or proc.sandbox_error or proc.timed_out:
+    if proc.returncode != 0 or proc.sandbox_error or proc.timed_out or report.bad or report.pending:
         return None
-    results: list[SeedResult] = []
-    pos, raw = 0, bytes(data)
-    while pos < len(raw):
-        m = _RECORD.match(raw, pos)
-        if m is None:
-            return None
-        idx, code, cpu_us, rss, tout, flood, lo, le = (int(g) for g in m.groups())
-        body = m.end()
-        out = raw[body:body + lo].decode("utf-8", "replace")
-        err = raw[body + lo:body + lo + le].decode("utf-8", "replace")
-        pos = body + lo + le
-        if idx != len(results):
-            return None
-        seed_proc = ProcResult(code, out, err, cpu_us / 1e6, 0.0, rss, bool(tout), bool(flood),
-                               accounting=proc.accounting)
-        results.append(parse_verdict(plans[idx].seed, seed_proc, nonces[idx]))
+    results = report.results
     if len(results) != n and not (results and results[-1].status == "timeout"):
         return None
     overhead = max(proc.cpu_s - sum(r.cpu_s for r in results), 0.0) / max(len(results), 1)
