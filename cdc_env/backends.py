@@ -585,11 +585,15 @@ class RayBackend(Backend):
 
 
 def make_backend(*, workers: int | None = None, ray: str | None = None, sim: str = "icarus",
-                 ship: bool = True) -> Backend:
+                 ship: bool = True, quiet: bool = False) -> Backend:
     """The backend a command line asked for: ``ray`` (an address, ``auto`` or ``local``) or a local
-    pool of ``workers`` processes (default: one per CPU)."""
+    pool of ``workers`` processes (default: one per CPU). ``quiet`` keeps Ray's INFO lines (cluster
+    start, dashboard) off stderr."""
     if ray:
-        return RayBackend(ray, sim=sim, ship=ship)
+        import logging  # noqa: PLC0415
+
+        return RayBackend(ray, sim=sim, ship=ship,
+                          init_kwargs={"logging_level": logging.WARNING} if quiet else None)
     return LocalPool(workers or os.cpu_count() or 1, sim=sim)
 
 

@@ -326,8 +326,8 @@ def compare_results(a: Path, b: Path) -> list[str]:
 # ---------------------------------------------------------------------- progress
 
 class ProgressLine:
-    """Done/total, rate and ETA: a live bar (rich) on a terminal, else a plain line every
-    ``every_s`` seconds and at the end (clean in a log file)."""
+    """Done/total, rate and ETA: a tqdm bar on a terminal, else a plain line every ``every_s``
+    seconds and at the end (clean in a log file: no carriage returns)."""
 
     def __init__(self, total: int, *, enabled: bool = True, tty: bool | None = None,
                  every_s: float = 10.0, stream=None) -> None:
@@ -336,26 +336,11 @@ class ProgressLine:
         self.tty = self.stream.isatty() if tty is None else tty
         self.done, self.t0, self.last = 0, time.monotonic(), 0.0
         self.tally: Counter = Counter()
-        self._rich = None
+        self._bar = None
         if enabled and self.tty:
-            try:
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
+            from tqdm import tqdm
 
-                self._rich = Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                                      TextColumn("ETA"), TimeRemainingColumn(),
-                                      TextColumn("{task.fields[tally]}"), transient=False)
-                self._task = self._rich.add_task("grade", total=total, rate="", tally="")
-                self._rich.start()
-            except ImportError:
-                self._rich = None
+            self._bar = tqdm(total=total, desc="grading", unit="grade", file=self.stream, dynamic_ncols=True)
 
     def rate(self) -> float:
         dt = time.monotonic() - self.t0
@@ -378,10 +363,10 @@ class ProgressLine:
         self.tally[verdict] += 1
         if not self.enabled:
             return
-        if self._rich is not None:
+        if self._bar is not None:
             tally = " ".join(f"{k} {v}" for k, v in sorted(self.tally.items()))
-            self._rich.update(self._task, completed=self.done, rate=f"{self.rate() * 60:.1f}/min",
-                              tally=tally)
+            self._bar.set_postfix_str(tally, refresh=False)
+            self._bar.update(1)
             return
         now = time.monotonic()
         if now - self.last >= self.every_s or self.done == self.total:
@@ -389,9 +374,9 @@ class ProgressLine:
             print(self.text(), file=self.stream, flush=True)
 
     def close(self) -> None:
-        if self._rich is not None:
-            self._rich.stop()
-            self._rich = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 # ---------------------------------------------------------------------- running

@@ -269,10 +269,12 @@ class CdcRepairEnv:
     def _dispatch(self, tool_name: object, args: object) -> tuple[str, str | None, dict | None]:
         """(observation, error code, report if the episode was submitted)."""
         if not isinstance(tool_name, str) or tool_name not in tools.TOOL_NAMES:
-            if isinstance(tool_name, str):
-                shown = repr(tool_name) if len(tool_name) <= 60 else repr(tool_name[:60]) + "..."
-            else:  # never repr() arbitrary objects: size and nesting are unbounded
-                shown = f"named by a {type(tool_name).__name__} (a tool name is a string)"
+            if not isinstance(tool_name, str):  # never repr() arbitrary objects: unbounded size
+                what = "nothing" if tool_name is None else f"a value of type {type(tool_name).__name__}"
+                return ('Error: an action names one tool by its name, a string, with its arguments '
+                        '({"tool": "read", "arguments": {"path": "..."}}), not ' + what
+                        + f". The tools are: {', '.join(tools.TOOL_NAMES)}.", "unknown_tool", None)
+            shown = repr(tool_name) if len(tool_name) <= 60 else repr(tool_name[:60]) + "..."
             return (f"Error: there is no tool {shown}. The tools are: {', '.join(tools.TOOL_NAMES)}.",
                     "unknown_tool", None)
         parsed, problem = _parse_args(args)

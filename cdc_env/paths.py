@@ -14,6 +14,7 @@ pyproject.toml). Everything else asks this module, never ``__file__`` arithmetic
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
@@ -79,3 +80,13 @@ def fixtures_dir() -> Path:
 
 def schema_file(name: str) -> Path:
     return _PKG / "schemas" / name
+
+
+def cache_root() -> Path:
+    """The cache of built runtimes, trusted binaries and certificates: ``$CDC_ENV_CACHE``, else
+    ``$XDG_CACHE_HOME/cdc_env``, else ``~/.cache/cdc_env``."""
+    env = os.environ.get("CDC_ENV_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "cdc_env"

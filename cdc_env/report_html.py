@@ -239,9 +239,10 @@ def histogram_svg(values: list[float], bins: int = 24, width: int = 640, height:
         parts.append(f'<rect x="{x:.1f}" y="{height - pad_b - h:.1f}" width="{bw - 1:.1f}" '
                      f'height="{h:.1f}" fill="#4a6fa5"><title>{hi * i / bins:.3g}-'
                      f'{hi * (i + 1) / bins:.3g} s: {c}</title></rect>')
-    for frac in (0, 0.5, 1):
+    # The end labels are anchored inward (start, end): a centred label at either edge is clipped.
+    for frac, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
         x = pad_l + frac * (width - pad_l - 8)
-        parts.append(f'<text x="{x:.1f}" y="{height - 8}" font-size="11" text-anchor="middle">'
+        parts.append(f'<text x="{x:.1f}" y="{height - 8}" font-size="11" text-anchor="{anchor}">'
                      f'{hi * frac:.3g} s</text>')
     parts.append(f'<text x="4" y="14" font-size="11">{top}</text>'
                  f'<text x="4" y="{height - pad_b}" font-size="11">0</text></svg>')

@@ -16,6 +16,7 @@ cd "$(dirname "$VENV")"   # not the checkout: the installed package must find it
 "$CDC" --help >/dev/null
 "$CDC" tasks >/dev/null
 "$CDC" show handshake >/dev/null
+cmp -s <("$CDC" show handshake --reference) "$REF" || { echo "plain install: show --reference differs" >&2; exit 1; }
 "$CDC" check handshake "$REF" >/dev/null
 "$CDC" grade handshake "$REF" --hidden 8 >/dev/null
 "$VENV/bin/python" -m cdc_env tasks --json >/dev/null

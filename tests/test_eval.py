@@ -362,3 +362,27 @@ def test_cli_eval_refuses_workers_and_ray_together(tmp_path):
                            "--workers", "2", "--ray", "auto"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "choose --workers or --ray" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("model,mode,label", [("oneshot-correct", "oneshot", "pass"),
+                                              ("agent-correct", "agentic", "pass"),
+                                              ("agent-hack", "agentic", "refused"),
+                                              ("refusal", "agentic", "refused")])
+def test_streamed_completions_give_the_same_results(server, tmp_path, model, mode, label):
+    """--stream: streamed chat completions (tool calls assembled from their deltas) give the rows a
+    plain run gives, token counts included; the stand-in saw only streamed requests."""
+    n = len(server.requests)
+    streamed = only(run(server, tmp_path / "s", model, mode, stream=True)[0])
+    assert all(r.get("stream") is True for r in server.requests[n:])
+    plain = only(run(server, tmp_path / "p", model, mode)[0])
+    keys = ("label", "reward", "failed_stage", "refusal", "tool_calls", "tokens_in", "tokens_out")
+    assert streamed["label"] == label
+    assert {k: streamed.get(k) for k in keys} == {k: plain.get(k) for k in keys}
+
+
+def test_cli_eval_takes_stream():
+    from cdc_env.cli import build_parser
+
+    args = build_parser("eval").parse_args(["eval", "--mode", "oneshot", "--base-url", "http://127.0.0.1:1/v1",
+                                            "--model", "m", "--out", "o", "--stream"])
+    assert args.stream is True

@@ -161,3 +161,16 @@ def test_renders_in_headless_chromium(which, request, tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000
+
+
+def test_histogram_axis_labels_stay_inside_the_picture():
+    """The labels at the two ends of the axis are anchored inward (a centred one is half outside)."""
+    import re
+
+    from cdc_env.report_html import histogram_svg
+
+    svg = histogram_svg([0.5, 1.0, 12.345], width=640)
+    pattern = r'<text x="([\d.]+)" y="\d+" font-size="11" text-anchor="(\w+)">([^<]*) s</text>'
+    labels = re.findall(pattern, svg)
+    assert [(a, t) for _, a, t in labels] == [("start", "0"), ("middle", "6.17"), ("end", "12.3")]
+    assert all(float(x) <= 640 for x, _, _ in labels)

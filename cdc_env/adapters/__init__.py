@@ -4,8 +4,11 @@
     cdc_env.adapters.verifiers  a verifiers v1 Taskset with a Toolset of the five tools (extra: verifiers);
                                 ``vf-eval cdc-env-verifiers`` (the top-level shim package cdc_env_verifiers)
 
-OpenEnv clients need no adapter on their side: ``cdc-env serve`` answers OpenEnv's reset / step /
-state routes over HTTP and WebSocket (``cdc_env.server_openenv``).
+    cdc_env.adapters.openenv    TokenEnvClient: openenv-core's stock client sending the bearer token
+                                (extra: openenv)
+
+OpenEnv clients otherwise need no adapter: ``cdc-env serve`` answers OpenEnv's reset / step /
+state routes over HTTP and WebSocket, its OpenAPI document and MCP (``cdc_env.server_openenv``).
 
 Every adapter uses the same prompts (``cdc_env.prompts``), tools (``tools/*.json``) and grader
 (``cdc_env.grade``) as ``cdc-env eval``.

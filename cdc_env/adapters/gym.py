@@ -33,7 +33,11 @@ given to the constructor is used.
 ``action_space.sample()`` draws only side-effect-free calls (``read``, ``contract``): it exists for
 ``check_env`` and smoke tests, not as a policy.
 
-Not covered: vectorized environments (run one per process), rendering beyond ``"ansi"``.
+Vector environments: ``gymnasium.vector.AsyncVectorEnv(fns, shared_memory=False)`` (text
+observations and tool-call actions have no shared-memory layout, so gymnasium's default
+``shared_memory=True`` is refused with a message naming the switch); ``SyncVectorEnv`` as is.
+
+Not covered: rendering beyond ``"ansi"``.
 """
 
 from __future__ import annotations
@@ -236,7 +240,7 @@ def _parse_action(action: Any) -> tuple[object, object]:
         return action[0], action[1]
     if isinstance(action, dict):
         return action.get("tool", action.get("name")), action.get("arguments")
-    return None, None
+    return action, None  # e.g. 42: the environment says what an action is
 
 
 def register_envs() -> list[str]:

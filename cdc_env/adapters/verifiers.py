@@ -1,7 +1,7 @@
 """A verifiers (v1) taskset: one task per cdc_env task, the five tools as a Toolset, the grader's reward.
 
-    vf-eval cdc_env.adapters.verifiers --env.taskset.tasks '["handshake", "event"]' \\
-        --model agent-correct --client.base-url http://127.0.0.1:PORT/v1 ...
+    vf-eval cdc-env-verifiers --env.taskset.tasks '["handshake"]' -m MODEL --client.base-url URL \\
+        --env.agent.harness.id null --env.agent.runtime.type subprocess --no-push
 
 ``CdcTaskset.load()`` yields one ``CdcTask`` per task id in ``config.tasks`` (default: every public
 task). A task's prompt is ``cdc_env.prompts.task_prompt`` and its system prompt

@@ -34,7 +34,8 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
             who = f" (id {b.id!r})" if b.id is not None else ""
             print(f"cdc-env: {args.predictions}:{b.line}{who}: {b.reason}; skipped", file=sys.stderr)
 
-    backend = make_backend(workers=args.workers, ray=args.ray, sim=args.sim, ship=not args.ray_no_ship)
+    backend = make_backend(workers=args.workers, ray=args.ray, sim=args.sim, ship=not args.ray_no_ship,
+                           quiet=args.quiet)
     show = not args.json and not args.quiet or args.progress
     run = BatchRun(Path(args.predictions), Path(args.out), sim=args.sim, hidden=hidden,
                    resume=args.resume, on_bad_line=bad_line, progress=show)
@@ -104,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hidden seeds for lines that do not say (default all)")
     s.add_argument("--resume", action="store_true", help="keep the results in --out; grade only the rest")
     s.add_argument("--progress", action="store_true", help="show progress even with --json")
-    s.add_argument("--quiet", action="store_true", help="no progress, no bad-line messages")
+    s.add_argument("--quiet", action="store_true", help="no progress, bad-line messages or Ray INFO")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(func=cmd_grade_batch)
 

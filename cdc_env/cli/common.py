@@ -15,16 +15,20 @@ __all__ = ["EXIT_NOT_PASS", "EXIT_OK", "EXIT_TOOL", "EXIT_USAGE", "add_backend_o
 
 
 def progress_printer(enabled: bool):
+    """Seeds done per stage on stderr: a counter rewritten in place on a terminal; elsewhere (a log
+    file) one line when a stage ends, no carriage returns."""
     if not enabled:
         return None
     last: dict[str, int] = {}
+    tty = sys.stderr.isatty()
 
     def show(stage: str, done: int, total: int) -> None:
-        if last.get(stage) == done:
+        if last.get(stage) == done or (not tty and done != total):
             return
         last[stage] = done
         end = "\n" if done == total else ""
-        print(f"\r  {stage}: {done}/{total} seeds", end=end, file=sys.stderr, flush=True)
+        lead = "\r" if tty else ""
+        print(f"{lead}  {stage}: {done}/{total} seeds", end=end, file=sys.stderr, flush=True)
 
     return show
 

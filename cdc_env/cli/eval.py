@@ -37,7 +37,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         mode=args.mode, base_url=args.base_url, model=args.model, tasks=tasks, api_key_env=args.api_key_env,
         samples=args.samples, concurrency=args.concurrency, hidden=parse_hidden(args.hidden), sim=args.sim,
         max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
-        max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries)
+        max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries, stream=args.stream)
     progress = None if args.json else ProgressBar(tty=True if args.progress else None)
     try:
         grading = open_grading(workers=args.workers, ray=args.ray, sim=args.sim, ship=not args.ray_no_ship)
@@ -121,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--max-tokens", type=int, default=None)
     s.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default 300)")
     s.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/time-out (default 4)")
+    s.add_argument("--stream", action="store_true",
+                   help="use streamed chat completions (tool calls too), for proxies that only stream")
     s.add_argument("--progress", action="store_true",
                    help="draw the progress bar even when not on a terminal (default there: "
                         "one plain line per rollout)")

@@ -31,13 +31,16 @@ def _print_rows(rows: list[dict], title: str) -> None:
 def _run(fn, jobs: list[tuple], workers: int, progress: bool) -> list[dict]:
     # Each grade already runs its seeds on every core; two fixtures at a time keeps the gate and
     # build phases overlapped with simulation.
+    from tqdm import tqdm
+
     rows: list[dict] = []
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, row in enumerate(pool.map(lambda a: fn(*a), jobs), 1):
+    # A bar on a terminal only (disable=None): nothing in a log file.
+    with ThreadPoolExecutor(max_workers=workers) as pool, \
+            tqdm(total=len(jobs), desc="fixtures", unit="fixture", file=sys.stderr,
+                 disable=None if progress else True) as bar:
+        for row in pool.map(lambda a: fn(*a), jobs):
             rows.append(row)
-            if progress:
-                print(f"\r  {i}/{len(jobs)} fixtures", end="\n" if i == len(jobs) else "", file=sys.stderr,
-                      flush=True)
+            bar.update(1)
     return rows
 
 

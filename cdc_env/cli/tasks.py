@@ -46,13 +46,17 @@ def cmd_show(args) -> int:
             "bug_report": t.bug_report_text}
     if args.file:
         info["file"] = t.defective_text
+    if args.reference:
+        info["reference"] = t.reference_text
     if args.json:
         print(json.dumps(info, indent=2))
-    elif args.file:  # the file alone, so that `cdc-env show TASK --file > fix.v` gives a starting point
-        print(t.defective_text, end="")
+    elif args.file or args.reference:  # the text alone: `cdc-env show TASK --file > fix.v` starts a fix
+        print(t.reference_text if args.reference else t.defective_text, end="")
     else:
+        # Never the path itself: after a pip install it is inside site-packages, and editing it
+        # would change the task. The user edits a copy.
         print(f"{t.id} ({t.family}): {t.title}\neditable file: {t.editable}   top: {t.top}")
-        print(f"  at {path}  (cdc-env show {t.id} --file prints it)")
+        print(f"  edit a copy: cdc-env show {t.id} --file > {t.editable.rsplit('/', 1)[-1]}")
         print(f"clock ratio {t.seeds.ratio_min}:1 to {t.seeds.ratio_max}:1, fast side: {t.seeds.fast}")
         print(f"seeds: {len(t.seeds.visible)} visible, {info['hidden_seeds']} hidden\n")
         print(t.bug_report_text)
@@ -136,6 +140,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("show", help="show a task, the path of its editable file and its bug report")
     s.add_argument("task")
     s.add_argument("--file", action="store_true", help="print the editable file's text (as shipped)")
+    s.add_argument("--reference", action="store_true", help="print the reference fix's text")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
 

@@ -113,7 +113,11 @@ class Endpoint:
         retries = 0
         while True:
             try:
-                resp = self.client.chat.completions.create(**kw)
+                if self.s.stream:  # the whole stream inside the retry loop: a cut stream is retried
+                    resp = collect_stream(self.client.chat.completions.create(
+                        **kw, stream=True, stream_options={"include_usage": True}))
+                else:
+                    resp = self.client.chat.completions.create(**kw)
                 break
             except oa.BadRequestError as exc:
                 if getattr(exc, "code", None) == "content_filter":
@@ -153,6 +157,42 @@ class Endpoint:
         return Reply(message, choice.finish_reason, refusal,
                      getattr(usage, "prompt_tokens", 0) or 0 if usage else 0,
                      getattr(usage, "completion_tokens", 0) or 0 if usage else 0), retries
+
+
+def collect_stream(chunks) -> object:
+    """A streamed chat completion (``chat.completion.chunk`` objects) -> an object shaped like the
+    unstreamed one (``choices[0].message`` with ``content``, ``tool_calls``, ``refusal``;
+    ``finish_reason``; ``usage``): content and refusal deltas concatenated, tool calls assembled
+    by their ``index`` (id and name from the first delta, arguments concatenated)."""
+    from types import SimpleNamespace as NS  # noqa: PLC0415
+
+    content: list[str] = []
+    refusal: list[str] = []
+    calls: dict[int, dict] = {}
+    finish, usage, seen = None, None, False
+    for chunk in chunks:
+        usage = getattr(chunk, "usage", None) or usage
+        for choice in chunk.choices or []:
+            if choice.index != 0:
+                continue
+            seen = True
+            d = choice.delta
+            if d is not None:
+                content.append(d.content or "")
+                refusal.append(getattr(d, "refusal", None) or "")
+                for tc in d.tool_calls or []:
+                    c = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                    c["id"] = c["id"] or tc.id
+                    if tc.function is not None:
+                        c["name"] += tc.function.name or ""
+                        c["arguments"] += tc.function.arguments or ""
+            finish = choice.finish_reason or finish
+    if not seen:
+        return NS(choices=[], usage=usage)
+    tool_calls = [NS(id=c["id"], function=NS(name=c["name"], arguments=c["arguments"]))
+                  for _, c in sorted(calls.items())] or None
+    message = NS(content="".join(content) or None, tool_calls=tool_calls, refusal="".join(refusal) or None)
+    return NS(choices=[NS(message=message, finish_reason=finish)], usage=usage)
 
 
 def api_key_for(settings: EvalSettings) -> str:

@@ -12,7 +12,7 @@ from ..sim.seeds import parse_hidden
 from ..task import Task, list_tasks, load_task
 
 MODES = ("oneshot", "agentic")
-OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_s", "samples")
+OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_s", "samples", "stream")
 
 
 @dataclass
@@ -36,6 +36,7 @@ class EvalSettings:
     retries: int = 4
     backoff_s: float = 2.0
     backoff_cap_s: float = 60.0
+    stream: bool = False  # streamed chat completions (some proxies only stream); same replies
 
     def check(self) -> None:
         if self.mode not in MODES:

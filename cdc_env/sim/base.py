@@ -313,9 +313,9 @@ CACHE_ENV = "CDC_ENV_CACHE"
 
 
 def cache_root() -> Path:
-    """The cache of built runtimes, trusted binaries and certificates: $CDC_ENV_CACHE or ~/.cache/cdc_env."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "cdc_env"
+    """The cache of built runtimes, trusted binaries and certificates (``paths.cache_root``:
+    $CDC_ENV_CACHE, else $XDG_CACHE_HOME/cdc_env, else ~/.cache/cdc_env)."""
+    return paths.cache_root()
 
 
 def cached_binary(kind: str, source: Path, product: str, script: str, salt: str, *,

@@ -358,8 +358,7 @@ def hidden_paths() -> list[Path]:
     from .. import paths  # noqa: PLC0415 -- paths imports nothing of ours; kept local for clarity
 
     out = [Path(__file__).resolve().parents[1], paths.data_root().resolve(), paths.tasks_dir().resolve()]
-    cache = os.environ.get("CDC_ENV_CACHE")
-    out.append(Path(cache).resolve() if cache else (Path.home() / ".cache" / "cdc_env").resolve())
+    out.append(paths.cache_root().resolve())
     return out
 
 
