@@ -271,3 +271,57 @@ def test_cli_check_netlist_prints_what_is_simulated(capsys):
     text = capsys.readouterr().out
     assert "domain a: 3 flop bits" in text and "crossing a -> b through u_req_sync" in text
     assert "module hs_top(" in text
+
+
+STATIC_FN = """
+  function {lifetime}[0:0] pass_through(input [0:0] v);
+    pass_through = v;
+  endfunction
+  reg  flip_a_q, flip_b_q, flip_a_n;
+  always @* flip_a_n = pass_through(busy_q);
+  always @(posedge clk_a_i or negedge rst_a_ni)
+    if (!rst_a_ni) flip_a_q <= 1'b0; else flip_a_q <= flip_a_n;
+  always @(posedge clk_b_i or negedge rst_b_ni)
+    if (!rst_b_ni) flip_b_q <= 1'b0; else flip_b_q <= pass_through(seen_q);
+"""
+
+
+def test_a_function_called_in_two_domains_is_automatic_unless_declared_static():
+    """Synthesis takes every module as ``module automatic`` (what the RTL means: each call writes
+    its argument before reading it). Without that, a static function's argument called from a
+    domain-a block and a domain-b block became one variable with two drivers -- a false CDC-RAW.
+    A function the design declares ``static`` keeps one variable: two drivers, refused."""
+    plain = REF.replace(ANCHOR, STATIC_FN.format(lifetime="") + ANCHOR)
+    assert gate(plain).status == "pass", gate(plain).findings
+    static = REF.replace(ANCHOR, STATIC_FN.format(lifetime="static ") + ANCHOR)
+    found = [f for f in gate(static).findings if f["rule"] == "GATE-SYNTH"]
+    assert found and "drivers" in found[0]["message"], gate(static).findings
+
+
+def test_identical_bits_of_one_wide_register_are_one_value():
+    """Bit i of a wide mux/and/or depends on bit i of its data inputs only: 8 bits that all load the
+    same value are one class, so synchronizing each of them is redundant (and a Gray pointer's
+    bits, which load different values, are not)."""
+    copies = REF.replace("reg  ack_q;", "reg  ack_q;\n  reg [7:0] ack8_q;\n  wire [7:0] ack8_s;").replace(
+        ANCHOR, """  always @(posedge clk_b_i or negedge rst_b_ni)
+    if (!rst_b_ni) ack8_q <= 8'd0; else if (req_s != seen_q) ack8_q <= {8{req_s}};
+  genvar k;
+  generate for (k = 0; k < 8; k = k + 1) begin : g_c
+    cdc_sync_bit u_c (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack8_q[k]), .q_o(ack8_s[k]));
+  end endgenerate
+""" + ANCHOR)
+    assert "reg [7:0] ack8_q" in copies
+    assert "CDC-REDUNDANT" in rules(copies), gate(copies).findings
+
+
+def test_a_ref_argument_is_refused_because_synthesis_drops_writes_through_it():
+    """Yosys's slang frontend turned `copy_in(req_cp, req_q)` with `ref logic dst` into
+    `req_cp = 1'hx`: a silently different netlist. The policy refuses ref arguments instead."""
+    text = REF.replace(ANCHOR, """  logic cp_q;
+  task automatic copy_in(ref logic dst, input logic src);
+    dst = src;
+  endtask
+  always @(posedge clk_a_i) copy_in(cp_q, busy_q);
+""" + ANCHOR)
+    found = [f for f in gate(text).findings if f["rule"] == "POL-CONSTRUCT"]
+    assert found and "ref argument" in found[0]["message"]

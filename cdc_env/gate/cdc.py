@@ -76,6 +76,7 @@ class Netlist:
     users: dict = field(default_factory=lambda: defaultdict(list))  # bit -> [(cell, port, index)]
     names: dict = field(default_factory=dict)  # bit -> "name[index]"
     srcs: dict = field(default_factory=dict)  # bit -> "file:line"
+    multi: dict = field(default_factory=dict)  # bit -> every driver, for bits with more than one
 
     @classmethod
     def of(cls, netlist: dict, top: str) -> Netlist:
@@ -94,6 +95,8 @@ class Netlist:
                     if not isinstance(b, int):
                         continue
                     if out:
+                        if b in n.driver:
+                            n.multi.setdefault(b, [n.driver[b]]).append((cname, port, i))
                         n.driver[b] = (cname, port, i)
                     else:
                         n.users[b].append((cname, port, i))
@@ -501,6 +504,32 @@ def flop_classes(a: Analysis) -> dict[int, int]:
     return cls
 
 
+# Cells whose output bit i is a function of bit i of each data input alone (and a mux's select).
+BITWISE = frozenset({"$and", "$or", "$xor", "$xnor", "$not", "$mux", "$bwmux",
+                     "$_AND_", "$_OR_", "$_XOR_", "$_XNOR_", "$_NOT_", "$_MUX_", "$_NAND_", "$_NOR_"})
+
+
+def _multi_driver_findings(net: Netlist) -> list[dict]:
+    """A net with two drivers: the simulators resolve it differently (Icarus to X, Verilator to one
+    of them), so the design that runs would not be the design analysed. Synthesis makes one when
+    a variable is assigned from two processes -- typically a static function's argument or local
+    when the function is called from two always blocks."""
+    out: list[dict] = []
+    seen: set = set()
+    for b, drivers in sorted(net.multi.items()):
+        name = net.name(b).split("[")[0]
+        if name in seen:
+            continue
+        seen.add(name)
+        cell = next((d[0] for d in drivers if d[0] != "<port>"), None)
+        file, line = net.where(cell, b)
+        out.append(finding("GATE-SYNTH", f"'{name}' has {len(drivers)} drivers after synthesis (it is "
+                           "assigned from more than one process or port); drive each variable from one "
+                           "always block (a static function called from two always blocks: make it "
+                           "automatic)", file=file, line=line))
+    return out
+
+
 class _BitHash:
     """A structural hash of a bit's combinational cone, flops taken by their class."""
 
@@ -524,9 +553,20 @@ class _BitHash:
             cell, port, idx = drv
             c = net.cells[cell]
             dirs = c.get("port_directions", {})
-            ins = tuple((p, tuple(self(x, depth + 1) for x in xs))
-                        for p, xs in sorted(c["connections"].items()) if dirs.get(p) != "output")
-            v = hash((c["type"], tuple(sorted(c.get("parameters", {}).items())), port, idx, ins))
+            conns = c["connections"]
+            width = len(conns.get(port, ()))
+            data = {p: xs for p, xs in conns.items() if dirs.get(p) != "output" and p != "S"}
+            if c["type"] in BITWISE and all(len(xs) == width for xs in data.values()):
+                # Bit idx of a bitwise cell depends only on bit idx of its data inputs (and on the
+                # whole select of a mux): hash those, so that the bits of a wide register whose
+                # next states are the same logic fall in one class.
+                sel = tuple(self(x, depth + 1) for x in conns.get("S", ()))
+                ins = tuple((p, self(xs[idx], depth + 1)) for p, xs in sorted(data.items()))
+                v = hash((c["type"], port, sel, ins))
+            else:
+                ins = tuple((p, tuple(self(x, depth + 1) for x in xs))
+                            for p, xs in sorted(conns.items()) if dirs.get(p) != "output")
+                v = hash((c["type"], tuple(sorted(c.get("parameters", {}).items())), port, idx, ins))
         memo[b] = v
         return v
 
@@ -550,7 +590,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     a = Analysis(net, clocks, resets)
     input_tags = {p: frozenset({("d", d)}) for p, d in (ports.inputs if ports else {}).items()}
     a.tags = a.cones(input_tags)
-    out = _clock_findings(a, clocks, resets)
+    out = _multi_driver_findings(net) + _clock_findings(a, clocks, resets)
     prims = {c: net.type(c) for c in net.cells if net.type(c) in PRIM_OUT}
     # Level synchronizers: their inputs are source flops (collected first: CDC-BYPASS needs them).
     sync_srcs: set = set()

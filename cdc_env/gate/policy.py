@@ -131,6 +131,11 @@ class _Checker:
         elif k in _CONSTRUCTS:
             self.add("POL-CONSTRUCT", f"{_CONSTRUCTS[k]} ('{_snippet(n)}') is outside the design "
                      "subset the grader accepts; write plain RTL", loc)
+        elif k == SK.FunctionPort and n.direction and n.direction.kind == TK.RefKeyword:
+            # Synthesis (Yosys's slang frontend) drops a write through a ref argument without a
+            # word: the netlist would silently be another design. Refused here, with the fix.
+            self.add("POL-CONSTRUCT", f"a ref argument ('{_snippet(n)}') is not synthesized faithfully; "
+                     "return the value or use an output argument", loc)
         elif k == SK.TimingControlStatement and (n.parent is None
                                                  or n.parent.kind not in _TOP_TIMING_PARENTS):
             self.add("POL-CONSTRUCT", f"an event control inside a block ('{_snippet(n)}') is not "

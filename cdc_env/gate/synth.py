@@ -69,6 +69,39 @@ def plain_name(name: str) -> str:
     return out
 
 
+def automatic_lifetime(text: str) -> str:
+    """``text`` with every module declared ``module automatic`` where it gives no lifetime.
+
+    Synthesis must mean what simulation of the RTL means. A static function's arguments and locals
+    are variables of the module; a static function called from two always blocks (one
+    combinational, one clocked, say) makes Yosys drive that variable from both processes -- a net
+    with two drivers that no simulator of the RTL would see (every call writes its argument before
+    reading it). Synthesis tools treat functions as automatic; the module's default lifetime does
+    exactly that, and a function declared ``static`` keeps its storage (two processes driving
+    it are then refused as GATE-SYNTH). Only the lifetime keyword is inserted, on the line of the
+    module keyword: line numbers of findings do not move.
+    """
+    from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    data = text.encode("utf-8")
+    at: list[int] = []
+
+    def visit(node) -> None:
+        if node.kind in (syntax.SyntaxKind.ModuleDeclaration,):
+            head = node.header
+            off = head.moduleKeyword.location.offset
+            if not head.lifetime and data[off:off + 6] == b"module":
+                at.append(off + 6)
+
+    try:
+        syntax.SyntaxTree.fromText(text).root.visit(visit)
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    for off in sorted(at, reverse=True):
+        data = data[:off] + b" automatic" + data[off:]
+    return data.decode("utf-8")
+
+
 def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     """Synthesize ``files`` under ``top`` in ``workdir`` (in a child: may end the process).
 
@@ -79,7 +112,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     workdir = Path(workdir)
     names = []
     for name, text in files.items():
-        (workdir / name).write_text(text, encoding="utf-8")
+        (workdir / name).write_text(automatic_lifetime(text), encoding="utf-8")
         names.append(name)
     (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
     log = workdir / "yosys.log"
