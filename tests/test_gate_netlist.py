@@ -325,3 +325,16 @@ def test_a_ref_argument_is_refused_because_synthesis_drops_writes_through_it():
 """ + ANCHOR)
     found = [f for f in gate(text).findings if f["rule"] == "POL-CONSTRUCT"]
     assert found and "ref argument" in found[0]["message"]
+
+
+def test_no_x_or_z_constant_and_no_undriven_net_reaches_the_simulators():
+    """A don't-care constant or an undriven net is X on Icarus and 0 on Verilator: two designs. The
+    netlist has none (setundef -zero -undriven): ready_o of 1'bx while busy failed on Icarus
+    (X on an output) and passed on Verilator before; both now build ready_o = !busy_q."""
+    text = REF.replace("assign ready_o = !busy_q;", "assign ready_o = busy_q ? 1'bx : 1'b1;\n  wire nobody;")
+    text = text.replace("done_o <= 1'b1;", "done_o <= 1'b1 | nobody;")
+    assert "1'bx" in text and "| nobody" in text
+    res = gate(text)
+    assert res.status == "pass", res.findings
+    body = res.netlist["verilog"]
+    assert not re.search(r"\d+'[bhd][0-9a-fA-F]*[xXzZ]", body), body

@@ -132,7 +132,12 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
     # `hierarchy` would resize every instance of a parametric black box to the ports of its
     # first parameterization (cdc_sync_bus #(3) and #(5) in one design).
-    ys.run_pass("proc; flatten; opt", design)
+    # Then no X or Z reaches a simulator from the netlist itself: a don't-care constant (a case
+    # default of 'x, a mux branch proc leaves undefined) or an undriven net would be X on Icarus
+    # and 0 on Verilator, two designs and two verdicts (a ready_o of 1'bx while busy failed on
+    # Icarus and passed on Verilator). Both become 0, as a synthesis tool may make them. What stays
+    # four-state is a flop that no reset reaches -- the testbench fails X on an output for that.
+    ys.run_pass("proc; flatten; opt; setundef -zero -undriven; opt", design)
     module = design.top_module()
     taken = {c.str().lstrip("\\") for c in module.cells_.keys()}
     for cell_name, cell in list(module.cells_.items()):
