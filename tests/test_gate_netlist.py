@@ -338,3 +338,16 @@ def test_no_x_or_z_constant_and_no_undriven_net_reaches_the_simulators():
     assert res.status == "pass", res.findings
     body = res.netlist["verilog"]
     assert not re.search(r"\d+'[bhd][0-9a-fA-F]*[xXzZ]", body), body
+
+
+def test_a_combinational_loop_inside_one_domain_is_refused():
+    """Two NOR gates feeding each other store a bit without a clock; the simulators settle such a
+    loop differently, so it is refused like any latch (CDC-CLOCK), even inside one domain."""
+    text = REF.replace(ANCHOR, """  wire s_n, r_n;
+  assign s_n = ~(busy_q | r_n);
+  assign r_n = ~(done_o | s_n);
+""" + ANCHOR).replace("assign ready_o = !busy_q;", "assign ready_o = !busy_q & r_n;")
+    assert "& r_n;" in text
+    found = [f for f in gate(text).findings if f["rule"] == "CDC-CLOCK"]
+    assert found and "combinational loop" in found[0]["message"], gate(text).findings
+    assert gate(REF).status == "pass"

@@ -504,9 +504,50 @@ def flop_classes(a: Analysis) -> dict[int, int]:
     return cls
 
 
-# Cells whose output bit i is a function of bit i of each data input alone (and a mux's select).
-BITWISE = frozenset({"$and", "$or", "$xor", "$xnor", "$not", "$mux", "$bwmux",
-                     "$_AND_", "$_OR_", "$_XOR_", "$_XNOR_", "$_NOT_", "$_MUX_", "$_NAND_", "$_NOR_"})
+def _loop_findings(net: Netlist) -> list[dict]:
+    """A combinational loop (gates feeding themselves back) is storage without a clock: a latch
+    made of gates, which Icarus and Verilator settle differently (Verilator orders the loop once
+    per evaluation, Icarus iterates events) -- two designs again. One finding per loop found."""
+    comb = {c for c, cell in net.cells.items()
+            if cell["type"].startswith("$") and cell["type"] not in FLOPS | LATCHES | IGNORED
+            and not cell["type"].startswith("$mem")}
+    succ: dict[str, set[str]] = {c: set() for c in comb}
+    for c in comb:
+        cell = net.cells[c]
+        dirs = cell.get("port_directions", {})
+        for port, bits in cell.get("connections", {}).items():
+            if dirs.get(port) != "output":
+                continue
+            for b in bits:
+                for user, _p, _i in net.users.get(b, []) if isinstance(b, int) else []:
+                    if user in comb:
+                        succ[c].add(user)
+    state: dict[str, int] = {}  # 1: on the DFS stack, 2: done
+    out: list[dict] = []
+    for start in sorted(comb):
+        if start in state:
+            continue
+        stack = [(start, iter(sorted(succ[start])))]
+        state[start] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                q = [b for b in net.conn(nxt, "Y") if isinstance(b, int)]
+                file, line = net.where(nxt, q[0] if q else None)
+                what = net.name(q[0]) if q else nxt
+                out.append(finding("CDC-CLOCK", f"a combinational loop through '{what}' (logic that feeds "
+                                   "itself back: a latch made of gates); store state in a flop clocked by a "
+                                   "task clock", file=file, line=line))
+                if len(out) >= 5:
+                    return out
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(succ[nxt]))))
+    return out
 
 
 def _multi_driver_findings(net: Netlist) -> list[dict]:
@@ -556,7 +597,7 @@ class _BitHash:
             conns = c["connections"]
             width = len(conns.get(port, ()))
             data = {p: xs for p, xs in conns.items() if dirs.get(p) != "output" and p != "S"}
-            if c["type"] in BITWISE and all(len(xs) == width for xs in data.values()):
+            if c["type"] in BITWISE | {"$mux", "$bwmux"} and all(len(xs) == width for xs in data.values()):
                 # Bit idx of a bitwise cell depends only on bit idx of its data inputs (and on the
                 # whole select of a mux): hash those, so that the bits of a wide register whose
                 # next states are the same logic fall in one class.
@@ -590,7 +631,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     a = Analysis(net, clocks, resets)
     input_tags = {p: frozenset({("d", d)}) for p, d in (ports.inputs if ports else {}).items()}
     a.tags = a.cones(input_tags)
-    out = _multi_driver_findings(net) + _clock_findings(a, clocks, resets)
+    out = _multi_driver_findings(net) + _loop_findings(net) + _clock_findings(a, clocks, resets)
     prims = {c: net.type(c) for c in net.cells if net.type(c) in PRIM_OUT}
     # Level synchronizers: their inputs are source flops (collected first: CDC-BYPASS needs them).
     sync_srcs: set = set()
