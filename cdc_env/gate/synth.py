@@ -137,7 +137,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # and 0 on Verilator, two designs and two verdicts (a ready_o of 1'bx while busy failed on
     # Icarus and passed on Verilator). Both become 0, as a synthesis tool may make them. What stays
     # four-state is a flop that no reset reaches -- the testbench fails X on an output for that.
-    ys.run_pass("proc; flatten; opt; setundef -zero -undriven; opt", design)
+    ys.run_pass("proc; flatten; opt; setundef -zero -undriven", design)
     module = design.top_module()
     taken = {c.str().lstrip("\\") for c in module.cells_.keys()}
     for cell_name, cell in list(module.cells_.items()):
