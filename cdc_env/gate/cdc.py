@@ -75,6 +75,7 @@ class Netlist:
     driver: dict = field(default_factory=dict)  # bit -> (cell, port, index) or ("<port>", name, index)
     users: dict = field(default_factory=lambda: defaultdict(list))  # bit -> [(cell, port, index)]
     names: dict = field(default_factory=dict)  # bit -> "name[index]"
+    aliases: dict = field(default_factory=lambda: defaultdict(list))  # bit -> every visible name
     srcs: dict = field(default_factory=dict)  # bit -> "file:line"
     multi: dict = field(default_factory=dict)  # bit -> every driver, for bits with more than one
 
@@ -106,6 +107,8 @@ class Netlist:
         for name, nn in ranked:
             bits = nn.get("bits", [])
             for i, b in enumerate(bits):
+                if isinstance(b, int) and not nn.get("hide_name", 0):
+                    n.aliases[b].append(name if len(bits) == 1 else f"{name}[{i + int(nn.get('offset', 0))}]")
                 if isinstance(b, int) and b not in n.names:
                     n.names[b] = name if len(bits) == 1 else f"{name}[{i + int(nn.get('offset', 0))}]"
                     src = nn.get("attributes", {}).get("src", "")
@@ -121,6 +124,11 @@ class Netlist:
 
     def name(self, b) -> str:
         return self.names.get(b, f"net {b}") if isinstance(b, int) else f"constant {b}"
+
+    def also(self, b) -> str:
+        """The other visible names of a net (wire aliases), for messages."""
+        others = [x for x in self.aliases.get(b, []) if x != self.name(b)][:3]
+        return f" (also '{', '.join(others)}')" if others else ""
 
     def where(self, cell: str | None = None, bit=None) -> tuple[str | None, int | None]:
         src = ""
@@ -454,9 +462,10 @@ def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, ce
                                        "cdc_sync_bit / cdc_sync_bus", file=file, line=line))
                 else:
                     via = f" through {len(path)} cell(s) of logic" if path else ""
-                    out.append(finding("CDC-RAW", f"'{sname}' (domain {val}) reaches {what} of domain {dom}"
-                                       f"{via} without a synchronizer primitive; cross it through "
-                                       "cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse", file=file, line=line))
+                    msg = (f"'{sname}'{net.also(src)} (domain {val}) reaches {what} of domain {dom}{via} "
+                           "without a synchronizer primitive; cross it through cdc_sync_bit / cdc_sync_bus / "
+                           "cdc_sync_pulse")
+                    out.append(finding("CDC-RAW", msg, file=file, line=line))
     return out
 
 
