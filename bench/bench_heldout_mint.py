@@ -38,7 +38,8 @@ def main() -> int:
         key_file.write_bytes(os.urandom(16).hex().encode())
         t0, c0 = time.time(), time.process_time()
         try:
-            m = mint(key_file, work / "set")
+            m = mint(key_file, work / "set", progress=lambda msg, n=n: print(f"  key {n + 1}: {msg}",
+                                                                              flush=True))
         except CdcError as exc:
             failed += 1
             print(f"key {n + 1}: MINT FAILED: {exc}", flush=True)

@@ -101,7 +101,13 @@ def test_reference_fix_is_not_caught_and_the_hook_changes_nothing(vid):
     on = _run(t, t.reference_text, seeds, hidden_checks=True, settle=True)
     off = _run(t, t.reference_text, seeds, hidden_checks=False, settle=True)
     assert all(r.status == "pass" for r in on), [r.reason for r in on]
-    assert [r.key() for r in on] == [r.key() for r in off]  # same checks, same trace hash
+    # Same verdicts, trace hashes and end times: the hooks change nothing the design sees. The
+    # check counts differ where the variant has level outputs: hidden seeds also check them on
+    # every edge (issue 23), so there they count more checks.
+    def seen(r):
+        return (r.seed, r.status, r.reason, r.trace_hash, r.sim_time_ps)
+    assert [seen(r) for r in on] == [seen(r) for r in off]
+    assert all(a.checks >= b.checks for a, b in zip(on, off, strict=True))
 
 
 def test_visible_seeds_never_run_the_gray_check():
