@@ -342,3 +342,14 @@ def test_nothing_graded_exits_non_zero(tmp_path):
                                 "model_name_or_path": "m"}) + "\n" + "not json\n")
     p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--quiet")
     assert p.returncode == 2 and "graded 0 of 2 lines" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_quiet_keeps_rays_info_lines_off():
+    """--quiet asks Ray to log at WARNING (its INFO lines: the local cluster's start, the dashboard)."""
+    import logging
+
+    pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
+    from cdc_env.backends import make_backend
+
+    assert make_backend(ray="local", quiet=True).init_kwargs == {"logging_level": logging.WARNING}
+    assert make_backend(ray="local").init_kwargs == {}
