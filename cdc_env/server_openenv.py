@@ -349,6 +349,8 @@ async def mcp_call(session: _Session, msg: Any) -> dict:
                                            "tools/call, openenv/session/create, openenv/session/close)")
     except ApiError as exc:
         return _rpc_error(rid, -32000, exc.message)
+    except ValueError as exc:  # a request model refused the params (e.g. a tool name that is not text)
+        return _rpc_error(rid, -32602, str(exc).splitlines()[0][:300])
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 

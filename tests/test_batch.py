@@ -442,3 +442,14 @@ def test_sigkill_of_grade_batch_leaves_no_pool_workers(tmp_path):
             if _alive(p):
                 with contextlib.suppress(OSError):
                     os.kill(p, signal.SIGKILL)
+
+
+def test_quiet_keeps_rays_info_lines_off():
+    """--quiet asks Ray to log at WARNING (its INFO lines: the local cluster's start, the dashboard)."""
+    import logging
+
+    pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
+    from cdc_env.backends import make_backend
+
+    assert make_backend(ray="local", quiet=True).init_kwargs == {"logging_level": logging.WARNING}
+    assert make_backend(ray="local").init_kwargs == {}

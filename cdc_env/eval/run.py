@@ -177,7 +177,7 @@ class ProgressBar:
             self.tally[row["label"]] += 1
         if self.tty:
             if self.bar is None:
-                from tqdm import tqdm  # noqa: PLC0415 -- the eval extra
+                from tqdm import tqdm  # noqa: PLC0415 -- only a terminal draws a bar
 
                 self.bar = tqdm(total=total, desc="eval", unit="rollout", file=sys.stderr, dynamic_ncols=True)
             self.bar.set_postfix_str(self._counts(), refresh=False)
