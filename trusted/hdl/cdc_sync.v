@@ -404,9 +404,8 @@ module cdc_ram #(
   reg [WIDTH-1:0] mem   [0:DEPTH-1];  // the written values
   reg [WIDTH-1:0] flip  [0:DEPTH-1];  // bits of the latest write that arrive late (old ^ new)
   reg [WIDTH-1:0] flip2 [0:DEPTH-1];  // those of them that arrive two read cycles late
-  reg [63:0]      wr_t  [0:DEPTH-1];  // time of each entry's latest write
-  reg [63:0]      rd_t;               // time of the latest rising edge of rclk_i
-  reg [63:0]      rd_t2;              // time of the rising edge of rclk_i before it
+  reg [31:0]      wr_n  [0:DEPTH-1];  // rising edges of rclk_i before each entry's latest write
+  reg [31:0]      rd_n;               // rising edges of rclk_i so far
   reg [31:0]      inst_key;           // keyed hash of this instance's whole hierarchical name
   reg [63:0]      name_h;
   reg [31:0]      settle_key, base_h;
@@ -479,10 +478,9 @@ module cdc_ram #(
       mem[i] = {WIDTH{1'b0}};
       flip[i] = {WIDTH{1'b0}};
       flip2[i] = {WIDTH{1'b0}};
-      wr_t[i] = 64'd0;
+      wr_n[i] = 32'd0;
     end
-    rd_t = 64'd0;
-    rd_t2 = 64'd0;
+    rd_n = 32'd0;
   end
 
   always @(posedge wclk_i) begin
@@ -522,19 +520,18 @@ module cdc_ram #(
       flip[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late;
       flip2[waddr_i] <= (mem[waddr_i] ^ wdata_i) & late2;
       mem[waddr_i]  <= wdata_i;
-      wr_t[waddr_i] <= $time;
+      wr_n[waddr_i] <= rd_n;
     end
   end
 
-  // The read-domain edge that captures rdata_o sees rd_t as the previous edge's time and rd_t2
-  // as the one before (nonblocking updates): an entry written after rd_t has had no read-domain
-  // edge since its write (its late bits read old), one written after rd_t2 has had one (its
-  // bits two cycles late still read old), any other has had two or more (all bits new).
-  always @(posedge rclk_i) begin
-    rd_t2 <= rd_t;
-    rd_t  <= $time;
-  end
+  // Read-domain edges are counted (a nonblocking update, so the edge that captures rdata_o sees
+  // the count before it); a write records the count it saw. No write shares a time with a
+  // read-domain edge, so rd_n - wr_n is the number of read-domain edges since the write: 0 (its
+  // late bits read old), 1 (its bits two edges late still read old), 2 or more (all bits new).
+  // A 32-bit count rather than two 64-bit times: one variable changes per read edge, so the
+  // continuous read below is re-evaluated once (this model's share of a FIFO seed's CPU).
+  always @(posedge rclk_i) rd_n <= rd_n + 32'd1;
 
-  assign rdata_o = mem[raddr_i] ^ ((wr_t[raddr_i] > rd_t) ? flip[raddr_i] :
-                                   (wr_t[raddr_i] > rd_t2) ? flip2[raddr_i] : {WIDTH{1'b0}});
+  assign rdata_o = mem[raddr_i] ^ ((rd_n == wr_n[raddr_i]) ? flip[raddr_i] :
+                                   (rd_n == wr_n[raddr_i] + 32'd1) ? flip2[raddr_i] : {WIDTH{1'b0}});
 endmodule
