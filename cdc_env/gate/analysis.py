@@ -58,7 +58,7 @@ def analyse(job: Job) -> dict:
     else:
         summary = cdc.summary_of(result["json"], job.top, job.clocks, job.resets)
     verilog = result["verilog"]
-    return {"findings": _dedupe(out),
+    return {"findings": cdc.dedupe(out),
             "netlist": {"verilog": verilog, "sha256": synth.netlist_hash(verilog),
                         "cells": summary.get("cells", 0), "flops": summary.get("flops", 0)},
             "summary": summary}
@@ -75,7 +75,7 @@ def after_exit(job: Job, why: str) -> list[dict]:
     seen = {(f["file"], f["line"]) for f in out}
     fails = [f for f in synth.failure(Path(job.workdir), job.editable, why)
              if f["rule"] != "GATE-SYNTH" or (f["file"], f["line"]) not in seen]
-    return _dedupe(out + (fails if fails or out else synth.failure(Path(job.workdir), job.editable, why)))
+    return cdc.dedupe(out + (fails if fails or out else synth.failure(Path(job.workdir), job.editable, why)))
 
 
 def learn(job: Job) -> dict:
@@ -84,14 +84,3 @@ def learn(job: Job) -> dict:
     ports = cdc.learn(result["json"], job.top, job.clocks, job.resets)
     return {"inputs": ports.inputs, "outputs": ports.outputs, "data_outputs": sorted(ports.data_outputs),
             "storage": ports.storage}
-
-
-def _dedupe(fs: list[dict]) -> list[dict]:
-    seen: set[tuple] = set()
-    out = []
-    for f in fs:
-        key = (f["rule"], f["file"], f["line"], f["message"])
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out

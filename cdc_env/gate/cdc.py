@@ -772,7 +772,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     # clocked by the wrong side: that is the rewiring (CDC-REWIRE above), not a same-domain copy.
     out.extend(f for cell, f in same if cell not in rewired)
     out.extend(_ram_data(a, storage, ports))
-    return _dedupe(out), summary(a, prims, crossings)
+    return dedupe(out), summary(a, prims, crossings)
 
 
 def _flop_name(net: Netlist, cell: str) -> str:
@@ -921,7 +921,8 @@ def _prim_inputs(t: str) -> tuple[tuple[str, ...], ...]:
             "cdc_ram": (("we_i", "waddr_i", "wdata_i"), ("raddr_i",))}[t]
 
 
-def _dedupe(fs: list[dict]) -> list[dict]:
+def dedupe(fs: list[dict]) -> list[dict]:
+    """``fs`` without repeated findings (same rule, place and message), in order."""
     seen: set = set()
     out = []
     for f in fs:
