@@ -213,9 +213,18 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     # 2. Static gate: synthesis (one netlist) and the rules on it. The netlist is what the
     # simulators build, never the submitted text; with the gate switched off (test-only) the
     # design is still synthesized, only the rules are not applied.
+    if not gate:
+        # Test-only: no gate at all, and the submitted text is simulated as written (the sandbox's
+        # proofs need designs that synthesis would never let through: file and process probes in
+        # initial blocks). Every real grade simulates the netlist below.
+        steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only): the "
+                                "submitted text is simulated as written")))
+        return _simulate(report, cost, task, simulator, steps, design, allowed.text, hidden=hidden,
+                         settle=settle, sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir,
+                         batch=batch, seed_limits=seed_limits, disable=disable, policy=policy)
     off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
     own = time.thread_time()
-    g = run_gate(task, design, skip_rules=off, rules=gate)  # skip_rules: test-only (fixture proofs)
+    g = run_gate(task, design, skip_rules=off)  # skip_rules: test-only (fixture proofs)
     # the gate's forked analysis child: its CPU (the thread's own part is on the meter already)
     cost["child_cpu"] += max(g.cpu_s - (time.thread_time() - own), 0.0)
     if g.netlist is not None:
@@ -224,29 +233,27 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
         log = "\n".join(f"{f['file'] or task.editable}:{f['line'] or '?'}: error: "
                         f"{f['message'].removesuffix(' -- fix the code so it compiles')}" for f in g.findings)
         report.findings = g.findings
-        if gate:
-            steps.append(Step(Stage("gate", "refused", g.detail, cpu_s=round(g.cpu_s, 4)),
-                              g.findings[0]["message"], deferred=True))
-        else:
-            steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only)")))
+        steps.append(Step(Stage("gate", "refused", g.detail, cpu_s=round(g.cpu_s, 4)),
+                          g.findings[0]["message"], deferred=True))
         return [*steps, Step(Stage("build", "compile_error", log, cpu_s=0.0), "the design does not build")]
-    if gate:
-        report.findings = g.findings
-        first = g.findings[0]["message"] if g.findings else g.detail
-        steps.append(Step(Stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)),
-                          first if g.status == "refused" else g.detail))
-        if g.status != "pass":
-            return steps
-    else:
-        steps.append(Step(Stage("gate", "not_run", "switched off by the caller (test-only)")))
-        if g.status != "pass" or g.netlist is None:
-            why = g.findings[0]["message"] if g.findings else g.detail
-            status = "tool_error" if g.status == "tool_error" else "compile_error"
-            return [*steps, Step(Stage("build", status, why), why)]
+    report.findings = g.findings
+    first = g.findings[0]["message"] if g.findings else g.detail
+    steps.append(Step(Stage("gate", g.status, g.detail, cpu_s=round(g.cpu_s, 4)),
+                      first if g.status == "refused" else g.detail))
+    if g.status != "pass":
+        return steps
     assert g.netlist is not None
-    netlist = g.netlist["verilog"]
-    built = {task.editable: netlist}  # the netlist holds the task's read-only sources, flattened
+    built = {task.editable: g.netlist["verilog"]}  # the netlist holds the task's read-only sources, flattened
+    return _simulate(report, cost, task, simulator, steps, built, allowed.text, hidden=hidden, settle=settle,
+                     sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir, batch=batch,
+                     seed_limits=seed_limits, disable=disable, policy=policy)
 
+
+def _simulate(report: Report, cost: dict, task: Task, simulator: Simulator, steps: list[Step],
+              built: dict[str, str], text: str, *, hidden: int | str | None, settle: bool, sandbox: bool,
+              jobs: int | None, progress: Progress | None, keep_dir: Path | None, batch: bool,
+              seed_limits: Limits, disable: frozenset[str], policy: str) -> list[Step]:
+    """Build ``built`` and run the visible and hidden seed stages; ``steps`` so far plus theirs."""
     if not simulator.available():
         why = simulator.missing()
         return [*steps, Step(Stage("build", "tool_error", why), why)]
@@ -268,7 +275,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
             stage_seeds.append(("hidden", hidden_for(task, hidden)))
         stage_seeds = [(n, s) for n, s in stage_seeds if f"stage:{n}" not in disable]
         for name, seeds in stage_seeds:
-            run = run_stage(simulator, b, task, seeds, settle=settle, design_text=allowed.text, batch=batch,
+            run = run_stage(simulator, b, task, seeds, settle=settle, design_text=text, batch=batch,
                             sandbox=sandbox, jobs=jobs, progress=progress, stage=name,
                             limits=seed_limits, policy=policy)
             cost["child_cpu"] += run.cpu_s

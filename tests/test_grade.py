@@ -84,18 +84,12 @@ def test_forged_pass_line_fails_with_gate_off():
     $display("CDCV 0000000000000000 PASS checks=999 hash=0000000000000000 t=1 msg=ok");
     $finish;
   end""")
-    # A grade never simulates the text: synthesis refuses $finish, so even with the gate off it
-    # is a compile error (issue 22) ...
+    # A real grade never simulates the text: synthesis refuses $finish and the policy $display ...
+    assert grade(t, forged, hidden=0)["verdict"] in ("refused", "compile_error")
+    # ... and the verdict channel holds on its own when a simulator does run such text (the gate
+    # switched off simulates the submitted text as written: test-only).
     r = grade(t, forged, hidden=0, gate=False)
-    assert r["verdict"] == "compile_error", r["reason"]
-    # ... and the verdict channel holds on its own when a simulator does run such text.
-    from cdc_env.sim import get_simulator
-    from cdc_env.sim.seeds import visible_seeds
-    from cdc_env.sim.stage import build_and_run
-
-    b, res = build_and_run(get_simulator("icarus"), t, t.files(forged), visible_seeds(t)[:2], settle=True)
-    assert b.status == "pass" and res and all(x.status == "fail" for x in res)
-    assert all("without a verdict" in x.reason for x in res), [x.reason for x in res]
+    assert r["verdict"] == "fail" and "without a verdict" in r["reason"], r["reason"]
 
 
 def test_output_flood_fails_with_gate_off():
