@@ -203,10 +203,18 @@ def failure(workdir: Path, editable: str, why: str) -> list[dict]:
     return out[:20]
 
 
+# slang's diagnostics for the elaboration bounds passed to read_slang (--max-...): GATE-LIMIT.
+LIMIT_DIAGS = frozenset({"MaxGenerateStepsExceeded", "MaxInstanceDepthExceeded", "MaxInstanceArrayExceeded",
+                         "ConstEvalExceededMaxSteps", "ConstEvalExceededMaxCallDepth", "ConstantTooLarge"})
+
+
 def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
     """A front-end error as a finding: a name that does not resolve and is followed by a dot is a
     hierarchical reference (up into the testbench, say), refused as such; the rest is GATE-PARSE."""
     file = e["file"] if e["file"] != STUB_NAME else editable
+    if e["code"] in LIMIT_DIAGS:  # one of the elaboration bounds read_slang is given above
+        return finding("GATE-LIMIT", f"{e['message']} -- the design exceeds the gate's elaboration limits; "
+                       "simplify it", file=file, line=e["line"])
     if e["code"] == "<user-diag>":  # Yosys's slang frontend: valid code it cannot synthesize
         return finding("GATE-SYNTH", f"synthesis refused the design: {e['message']}; the grader runs only "
                        "what synthesizes -- rewrite it as plain RTL", file=file, line=e["line"])
