@@ -211,8 +211,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     report.fingerprints = fingerprints(task, allowed.text)
 
     # 2. Static gate: synthesis (one netlist) and the rules on it. The netlist is what the
-    # simulators build, never the submitted text; with the gate switched off (test-only) the
-    # design is still synthesized, only the rules are not applied.
+    # simulators build, never the submitted text -- except with the gate switched off (test-only).
     if not gate:
         # Test-only: no gate at all, and the submitted text is simulated as written (the sandbox's
         # proofs need designs that synthesis would never let through: file and process probes in
