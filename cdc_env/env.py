@@ -24,6 +24,7 @@ from .errors import CdcError
 from .grade import grade
 from .prompts import CONTRACT_NAME, task_prompt
 from .report import Report
+from .rungs import check_rung
 from .sim import get_simulator
 from .sim.proc import bwrap_path
 from .sim.seeds import hidden_for, parse_hidden
@@ -58,11 +59,15 @@ class CdcRepairEnv:
             any function with ``grade``'s arguments ``(task, text, *, sim, hidden, gate,
             sandbox)`` returning its report, e.g. ``cdc_env.backends.grade_function(backend)`` to
             grade on a local pool or a Ray cluster. ``run_visible`` always runs here.
+        rung: the information rung episodes are served at unless ``reset`` says otherwise:
+            ``full`` (the bug report), ``symptom`` or ``minimal`` (cdc_env.rungs). It changes only
+            the text of the first observation, never the grade.
 
     Episode rules:
-        * ``reset()`` starts an episode: the working copy becomes the task's defective file and
-          both budgets are full. It returns the first observation. Call it again at any time to
-          start over; nothing of the previous episode carries over.
+        * ``reset(rung=None)`` starts an episode: the working copy becomes the task's given file
+          (the defect; for a no-bug control, the clean design) and both budgets are full. It
+          returns the first observation, told at ``rung`` (default: the constructor's). Call it
+          again at any time to start over; nothing of the previous episode carries over.
         * ``step(tool_name, args)`` makes one tool call. ``args`` is a dict or the JSON text of
           one (as Chat Completions delivers it); ``None`` or ``""`` mean no arguments. Whatever
           the name and arguments, ``step`` returns a result and never raises for them.
@@ -117,7 +122,7 @@ class CdcRepairEnv:
     def __init__(self, task_dir: str | Path | Task, repo_root: str | Path | None = None, *,
                  max_steps: int = 30, max_sim_runs: int = 6, hidden: int | str | None = DEFAULT_HIDDEN,
                  sim: str = "icarus", gate: bool = True, sandbox: bool = True,
-                 grader: Callable[..., dict] | None = None) -> None:
+                 grader: Callable[..., dict] | None = None, rung: str = "full") -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
         if isinstance(max_sim_runs, bool) or not isinstance(max_sim_runs, int) or max_sim_runs < 0:
@@ -139,6 +144,8 @@ class CdcRepairEnv:
         if sandbox and bwrap_path() is None:
             raise CdcError("CdcRepairEnv runs agent designs under bubblewrap, which is missing: "
                            "apt-get install -y bubblewrap (or pass sandbox=False to rely on the gate alone)")
+        self.rung = check_rung(rung)
+        self.episode_rung = self.rung  # the rung of the current episode (reset may choose another)
         self.sim, self.hidden, self.gate, self.sandbox = sim, hidden, gate, sandbox
         self._grader = grader
         self.max_steps, self.max_sim_runs = max_steps, max_sim_runs
@@ -152,20 +159,25 @@ class CdcRepairEnv:
 
     def _new_episode(self) -> None:
         self._final: dict | None = None
-        self._design = self.task.defective_text
+        self._design = self.task.given_text
         self._steps = 0
         self._sim_runs = 0
         self._done = False
 
-    def reset(self) -> dict:
-        """Start a new episode; return its first observation (task, bug report, file, tools, budgets)."""
+    def reset(self, rung: str | None = None) -> dict:
+        """Start a new episode; return its first observation (task, bug report at ``rung``, file,
+        tools, budgets). The result also says ``rung`` and whether the task is a no-bug ``control``
+        (for the harness; the observation never says it)."""
+        rung = self.rung if rung is None else check_rung(rung)
         with self._lock:
             self._check_open()
             self._new_episode()
             self._started = True
+            self.episode_rung = rung
             t = self.task
-            out = self._result(task_prompt(t, self.max_steps, self.max_sim_runs))
-            out.update(task=t.id, editable=t.editable, tools=list(tools.TOOL_NAMES))
+            out = self._result(task_prompt(t, self.max_steps, self.max_sim_runs, rung))
+            out.update(task=t.id, editable=t.editable, tools=list(tools.TOOL_NAMES), rung=rung,
+                       control=t.control)
             return out
 
     def finalize(self) -> dict:
@@ -185,11 +197,11 @@ class CdcRepairEnv:
                 self._final["truncated"] = True
             return dict(self._final)
 
-    async def areset(self) -> dict:
+    async def areset(self, rung: str | None = None) -> dict:
         """``reset()`` for asyncio harnesses (runs in a worker thread)."""
         import asyncio
 
-        return await asyncio.to_thread(self.reset)
+        return await asyncio.to_thread(self.reset, rung)
 
     async def astep(self, tool_name: object, args: object = None) -> dict:
         """``step()`` for asyncio harnesses: a grade runs in a worker thread, off the event loop."""

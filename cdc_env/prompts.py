@@ -9,6 +9,10 @@ harness that wants to match the published numbers.
                            ``tools`` (CdcRepairEnv.tool_definitions()).
     oneshot_prompt(task)   the one-shot user prompt (bug report, the file, the timing contract,
                            the answer format); oneshot_messages(task) = system + user.
+
+Every prompt takes a ``rung`` (cdc_env.rungs: ``full``, ``symptom``, ``minimal``), which chooses
+the bug report and title. A no-bug control is introduced by the id of the task it derives from,
+so that its name does not give it away.
     REMINDER               what the eval harness says once when a reply has no tool call.
 
 Not covered: chat templates and tool-call formats (the harness's job).
@@ -17,6 +21,7 @@ Not covered: chat templates and tool-call formats (the harness's job).
 from __future__ import annotations
 
 from . import paths
+from .rungs import DEFAULT_RUNG, report, title
 from .task import Task
 from .tools import TOOL_NAMES
 
@@ -31,9 +36,14 @@ REMINDER = ("Your reply had no tool call. Work through the tools: write the repa
             "{editable} is submitted as it is.")
 
 
-def task_prompt(task: Task, max_steps: int = 30, max_sim_runs: int = 6) -> str:
+def _head(task: Task, rung: str) -> str:
+    """``Task: <id> -- <title>`` and the bug report at ``rung``."""
+    return f"Task: {task.base or task.id} -- {title(task, rung)}\n\n{report(task, rung).strip()}"
+
+
+def task_prompt(task: Task, max_steps: int = 30, max_sim_runs: int = 6, rung: str = DEFAULT_RUNG) -> str:
     """The agentic task prompt (the first observation of an episode), without the budget line."""
-    return (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
+    return (f"{_head(task, rung)}\n\n"
             f"The one file you may change: {task.editable}. You may read it and {CONTRACT_NAME}, "
             f"the synchronizers' timing contract (also given by the contract tool).\n\n"
             f"Tools: {', '.join(TOOL_NAMES)} (described in the tool definitions).\n\n"
@@ -42,12 +52,12 @@ def task_prompt(task: Task, max_steps: int = 30, max_sim_runs: int = 6) -> str:
             f"run out, your current design is submitted as it is.")
 
 
-def oneshot_prompt(task: Task) -> str:
+def oneshot_prompt(task: Task, rung: str = DEFAULT_RUNG) -> str:
     """The one-shot user prompt: bug report, the editable file, the timing contract, the answer format."""
     contract = paths.contract_file().read_text(encoding="utf-8").strip()
-    return (f"Task: {task.id} -- {task.title}\n\n{task.bug_report_text.strip()}\n\n"
+    return (f"{_head(task, rung)}\n\n"
             f"The file you may change, {task.editable}:\n\n"
-            f"```verilog\n{task.defective_text.rstrip()}\n```\n\n"
+            f"```verilog\n{task.given_text.rstrip()}\n```\n\n"
             f"The timing contract of the provided synchronizer primitives ({CONTRACT_NAME}):\n\n"
             f"{contract}\n\n"
             f"Answer format: give the complete new text of {task.editable} -- the whole file, not an "
@@ -56,12 +66,14 @@ def oneshot_prompt(task: Task) -> str:
             f"module {task.top} (through its endmodule) is graded. Keep the module name and port list.")
 
 
-def oneshot_messages(task: Task) -> list[dict]:
+def oneshot_messages(task: Task, rung: str = DEFAULT_RUNG) -> list[dict]:
     """The one-shot request's messages: system prompt and user prompt."""
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": oneshot_prompt(task)}]
+    return [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": oneshot_prompt(task, rung)}]
 
 
-def agent_messages(task: Task, max_steps: int = 30, max_sim_runs: int = 6) -> list[dict]:
+def agent_messages(task: Task, max_steps: int = 30, max_sim_runs: int = 6,
+                   rung: str = DEFAULT_RUNG) -> list[dict]:
     """The agentic conversation's opening: system prompt and task prompt."""
     return [{"role": "system", "content": AGENT_SYSTEM_PROMPT},
-            {"role": "user", "content": task_prompt(task, max_steps, max_sim_runs)}]
+            {"role": "user", "content": task_prompt(task, max_steps, max_sim_runs, rung)}]

@@ -190,7 +190,7 @@ def allowlist(task: Task, submission: str | bytes) -> Allowlisted:
     if not submission.strip():
         return refuse("submission is empty")
     if _is_diff(submission, task.top):
-        res = apply_diff(task.defective_text, submission, task)
+        res = apply_diff(task.given_text, submission, task)
     else:
         res = Allowlisted(True, submission if submission.endswith("\n") else submission + "\n", form="file")
     if res.ok and not re.search(rf"\bmodule\s+{re.escape(task.top)}\b", res.text):

@@ -16,6 +16,7 @@ from . import paths
 from .errors import CdcError
 
 DESIGN_KINDS = ("defective", "reference", "clean")
+CONTROL_SUFFIX = "_control"  # a family's no-bug control is the task "<family>_control"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class Task:
     # Whether the design may hold words in the cdc_ram storage primitive (gate rule CDC-MEM). None:
     # the task declares it by its own design -- storage exactly when the shipped design uses cdc_ram.
     storage: bool | None = None
+    # A no-bug control (control_of): the family's clean design is served instead of the defect, with
+    # a review request instead of the bug report. ``base`` is the task it is derived from, ``given``
+    # the file served as the editable one (default: the editable file itself).
+    control: bool = False
+    base: str | None = None
+    given: str | None = None
 
     def path(self, rel: str) -> Path:
         return self.dir / rel
@@ -67,7 +74,13 @@ class Task:
 
     @property
     def defective_text(self) -> str:
+        """The editable file as it ships (for a control: the defect of the task it derives from)."""
         return self.text(self.editable)
+
+    @property
+    def given_text(self) -> str:
+        """The design the agent is given to start from: the defect, or for a control the clean design."""
+        return self.text(self.given or self.editable)
 
     @property
     def reference_text(self) -> str:
@@ -79,12 +92,15 @@ class Task:
 
     @property
     def bug_report_text(self) -> str:
-        return self.text(self.bug_report)
+        """What the agent reads at the ``full`` rung (cdc_env.rungs.report for the others)."""
+        from .rungs import report  # noqa: PLC0415 -- rungs imports this module
+
+        return report(self, "full")
 
     def design(self, kind: str) -> str:
-        """The text of one of the task's designs: ``defective`` (the editable file as given),
+        """The text of one of the task's designs: ``defective`` (the design the agent is given),
         ``reference`` (the fix) or ``clean`` (the design without the bug)."""
-        files = {"defective": self.editable, "reference": self.reference, "clean": self.clean}
+        files = {"defective": self.given or self.editable, "reference": self.reference, "clean": self.clean}
         if kind not in files:
             raise CdcError(f"unknown design kind '{kind}' (known: {', '.join(DESIGN_KINDS)})")
         return self.text(files[kind])
@@ -111,13 +127,21 @@ def _is_file(path: Path) -> bool:
 
 
 def load_task(name_or_path: str | Path) -> Task:
-    """Load a task by public id (``handshake``) or by the path of its folder."""
+    """Load a task by public id (``handshake``), a family's no-bug control (``handshake_control``) or
+    the path of its folder."""
+    name = str(name_or_path)
+    if name.endswith(CONTROL_SUFFIX) and not _is_file(Path(name) / "task.toml") \
+            and not _is_file(paths.tasks_dir() / name / "task.toml"):
+        family = name[: -len(CONTROL_SUFFIX)]
+        bases = control_bases()
+        if family in bases:
+            return control_of(load_task(bases[family]))
     p = Path(name_or_path)
     if not _is_file(p / "task.toml"):
         p = paths.tasks_dir() / str(name_or_path)
     manifest = p / "task.toml"
     if not _is_file(manifest) or str(name_or_path) in ("common", ""):
-        known = ", ".join(t for t in task_ids()) or "none"
+        known = ", ".join([*task_ids(), *control_ids()]) or "none"
         raise CdcError(f"unknown task '{name_or_path}' (known tasks: {known})")
     try:
         m = tomllib.loads(manifest.read_text(encoding="utf-8"))
@@ -178,3 +202,38 @@ def task_ids() -> list[str]:
 def list_tasks() -> list[Task]:
     """Every public task (held-out variants are never listed)."""
     return [load_task(t) for t in task_ids()]
+
+
+# ---------------------------------------------------------------------- no-bug controls
+
+def control_bases() -> dict[str, str]:
+    """Each family of the public tasks and the task its no-bug control derives from: the family's
+    first task by id (its clean design is a correct design of the family)."""
+    out: dict[str, str] = {}
+    for t in list_tasks():
+        out.setdefault(t.family, t.id)
+    return out
+
+
+def control_ids() -> list[str]:
+    """The ids of the no-bug controls, one per family: ``<family>_control``."""
+    return [f + CONTROL_SUFFIX for f in sorted(control_bases())]
+
+
+def control_of(task: Task) -> Task:
+    """The no-bug control derived from ``task``: its clean design served as the editable file, a
+    review request instead of the bug report (cdc_env.rungs), graded like any task. The correct
+    answer is the design unchanged (the reference is the clean design)."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    if task.control:
+        return task
+    return replace(task, id=task.family + CONTROL_SUFFIX,
+                   title=f"The clean {task.family} design (of {task.id}), no bug planted",
+                   control=True, base=task.id, given=task.clean, reference=task.clean)
+
+
+def list_controls() -> list[Task]:
+    """The no-bug controls, one per family of the public tasks, by family name."""
+    bases = control_bases()
+    return [control_of(load_task(bases[f])) for f in sorted(bases)]

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..errors import CdcError
+from ..rungs import RUNGS
 from .common import (
     EXIT_NOT_PASS,
     EXIT_OK,
@@ -20,46 +21,50 @@ from .common import (
 
 
 def cmd_tasks(args) -> int:
-    from ..task import list_tasks
+    from ..task import list_controls, list_tasks
 
-    tasks = list_tasks()
+    tasks = list_tasks() + list_controls()
     if args.json:
-        print(json.dumps([{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable}
+        print(json.dumps([{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
+                           "control": t.control, **({"base": t.base} if t.control else {})}
                           for t in tasks], indent=2))
     else:
         for t in tasks:
-            print(f"{t.id:24} {t.family:12} {t.title}")
+            print(f"{t.id:24} {t.family:12} {'[control] ' if t.control else ''}{t.title}")
     return EXIT_OK
 
 
 def cmd_show(args) -> int:
+    from ..rungs import report
     from ..sim.seeds import hidden_seeds
     from ..task import load_task
 
     t = load_task(args.task)
+    bug_report = report(t, args.rung)
     path = t.path(t.editable)
     info = {"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
             "editable_path": str(path), "top": t.top,
             "domains": {d.name: {"clock": d.clock, "reset": d.reset} for d in t.domains},
             "ratio": [t.seeds.ratio_min, t.seeds.ratio_max], "fast": t.seeds.fast,
             "visible_seeds": list(t.seeds.visible), "hidden_seeds": len(hidden_seeds(t)),
-            "bug_report": t.bug_report_text}
+            "control": t.control, "rung": args.rung, "bug_report": bug_report}
     if args.file:
-        info["file"] = t.defective_text
+        info["file"] = t.given_text
     if args.reference:
         info["reference"] = t.reference_text
     if args.json:
         print(json.dumps(info, indent=2))
     elif args.file or args.reference:  # the text alone: `cdc-env show TASK --file > fix.v` starts a fix
-        print(t.reference_text if args.reference else t.defective_text, end="")
+        print(t.reference_text if args.reference else t.given_text, end="")
     else:
         # Never the path itself: after a pip install it is inside site-packages, and editing it
         # would change the task. The user edits a copy.
-        print(f"{t.id} ({t.family}): {t.title}\neditable file: {t.editable}   top: {t.top}")
+        mark = "[no-bug control] " if t.control else ""
+        print(f"{t.id} ({t.family}): {mark}{t.title}\neditable file: {t.editable}   top: {t.top}")
         print(f"  edit a copy: cdc-env show {t.id} --file > {t.editable.rsplit('/', 1)[-1]}")
         print(f"clock ratio {t.seeds.ratio_min}:1 to {t.seeds.ratio_max}:1, fast side: {t.seeds.fast}")
         print(f"seeds: {len(t.seeds.visible)} visible, {info['hidden_seeds']} hidden\n")
-        print(t.bug_report_text)
+        print(bug_report)
     return EXIT_OK
 
 
@@ -133,7 +138,7 @@ def cmd_demo(args) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("tasks", help="list the public tasks")
+    s = sub.add_parser("tasks", help="list the public tasks and the no-bug controls (one per family)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_tasks)
 
@@ -141,6 +146,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("task")
     s.add_argument("--file", action="store_true", help="print the editable file's text (as shipped)")
     s.add_argument("--reference", action="store_true", help="print the reference fix's text")
+    s.add_argument("--rung", default="full", choices=RUNGS,
+                   help="the information rung of the bug report shown (default full)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_show)
 
