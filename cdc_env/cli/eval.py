@@ -37,7 +37,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         mode=args.mode, base_url=args.base_url, model=args.model, tasks=tasks, api_key_env=args.api_key_env,
         samples=args.samples, concurrency=args.concurrency, hidden=parse_hidden(args.hidden), sim=args.sim,
         max_steps=args.max_steps, max_sim_runs=args.max_sim_runs, temperature=args.temperature,
-        max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries, stream=args.stream)
+        max_tokens=args.max_tokens, timeout_s=args.timeout, retries=args.retries, stream=args.stream,
+        rungs=[r for item in args.rung or ["full"] for r in item.split(",") if r])
     progress = None if args.json else ProgressBar(tty=True if args.progress else None)
     try:
         grading = open_grading(workers=args.workers, ray=args.ray, sim=args.sim, ship=not args.ray_no_ship)
@@ -104,7 +105,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the environment variable holding the API key (default OPENAI_API_KEY; "
                         "a loopback endpoint may run without one)")
     s.add_argument("--tasks", nargs="+", metavar="TASK",
-                   help="task ids or family names (handshake event fifo ...; default: every public task)")
+                   help="task ids, family names (handshake event fifo ...), no-bug controls "
+                   "(handshake_control ..., or 'controls' for all); default: every public defect task")
+    s.add_argument("--rung", nargs="+", metavar="RUNG",
+                   help="information rungs, each a rollout per task and sample: full (the bug report; "
+                   "default), symptom, minimal")
     s.add_argument("--samples", type=int, default=1, metavar="K",
                    help="rollouts per task (default 1; with --resume it may grow)")
     s.add_argument("--concurrency", type=int, default=1, metavar="C", help="rollouts at a time (default 1)")

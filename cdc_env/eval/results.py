@@ -1,5 +1,5 @@
-"""The results store: results.jsonl, one row per (task, sample), append-only; ``--resume`` keeps
-what finished and runs the rest (endpoint errors included) again."""
+"""The results store: results.jsonl, one row per (task, rung, sample), append-only; ``--resume``
+keeps what finished and runs the rest (endpoint errors included) again."""
 
 from __future__ import annotations
 
@@ -7,14 +7,19 @@ import json
 import threading
 from pathlib import Path
 
-ROW_FIELDS = ("task", "family", "mode", "model", "sample", "reward", "label", "overfit", "failed_stage",
-              "findings", "tool_calls", "sim_runs", "tokens_in", "tokens_out", "wall_s", "grade_cpu_s",
-              "trajectory")
+ROW_FIELDS = ("task", "family", "rung", "control", "mode", "model", "sample", "reward", "label", "overfit",
+              "failed_stage", "findings", "tool_calls", "sim_runs", "tokens_in", "tokens_out", "wall_s",
+              "grade_cpu_s", "trajectory")
 NOT_RESULTS = ("endpoint_error", "tool_error")  # rows that say nothing about the model: reward null
 
 
+def row_key(row: dict) -> tuple:
+    """A rollout's identity: (task, rung, sample); rows from before rungs were at ``full``."""
+    return row["task"], row.get("rung", "full"), row["sample"]
+
+
 class Results:
-    """results.jsonl: append-only, one row per (task, sample); ``--resume`` keeps what finished."""
+    """results.jsonl: append-only, one row per (task, rung, sample); ``--resume`` keeps what finished."""
 
     def __init__(self, out_dir: Path) -> None:
         self.path = out_dir / "results.jsonl"
@@ -38,7 +43,7 @@ class Results:
         kept: dict[tuple, dict] = {}
         for row in self.load():
             if row["label"] != "endpoint_error":
-                kept.setdefault((row["task"], row["sample"]), row)
+                kept.setdefault(row_key(row), row)
         rows = list(kept.values())
         self.path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         return rows

@@ -28,6 +28,7 @@ class Rollout:
     task: Task
     sample: int
     settings: EvalSettings
+    rung: str = "full"
     messages: list[dict] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
     submission: str | None = None
@@ -79,7 +80,8 @@ class Rollout:
         gate = gate_result(r)
         findings = list(dict.fromkeys(f["rule"] for f in r["findings"])) if r else []
         return {
-            "task": self.task.id, "family": self.task.family, "mode": self.settings.mode,
+            "task": self.task.id, "family": self.task.family, "rung": self.rung, "control": self.task.control,
+            "changed": changed(self.task, self.submission), "mode": self.settings.mode,
             "model": self.settings.model, "sample": self.sample,
             "reward": None if self.label in NOT_RESULTS else (r["reward"] if r else 0),
             "label": self.label, "overfit": bool(r and r["overfit"]),
@@ -99,16 +101,29 @@ class Rollout:
         }
 
     def trajectory_path(self, out_dir: Path) -> Path:
-        return out_dir / "rollouts" / self.task.id / f"s{self.sample}" / "trajectory.json"
+        sample = f"s{self.sample}" if self.rung == "full" else f"{self.rung}-s{self.sample}"
+        return out_dir / "rollouts" / self.task.id / sample / "trajectory.json"
 
     def save(self, out_dir: Path) -> None:
         path = self.trajectory_path(out_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"task": self.task.id, "sample": self.sample, "mode": self.settings.mode,
+        data = {"task": self.task.id, "rung": self.rung, "sample": self.sample, "mode": self.settings.mode,
                 "model": self.settings.model, "label": self.label, "messages": self.messages,
                 "steps": self.steps, "submission": self.submission, "report": self.report,
                 "gate_off_report": self.gate_off_report}
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def _lines(text: str) -> list[str]:
+    return [ln.rstrip() for ln in text.replace("\r\n", "\n").strip().splitlines()]
+
+
+def changed(task: Task, submission: str | None) -> bool | None:
+    """Whether a submission differs from the design the agent was given (trailing white space and
+    line endings aside); None when nothing was submitted. For a no-bug control this is an edit."""
+    if submission is None:
+        return None
+    return _lines(submission) != _lines(task.given_text)
 
 
 def gate_result(report: dict | None) -> GateDecision | None:
@@ -131,7 +146,7 @@ def _sim_verdict(report: dict | None, gate: GateDecision | None, gate_off: dict 
 
 
 def run_oneshot(ro: Rollout, endpoint: Endpoint) -> None:
-    ro.messages = oneshot_messages(ro.task)
+    ro.messages = oneshot_messages(ro.task, ro.rung)
     reply = ro.ask(endpoint)
     if reply.refusal is not None:
         return ro.refused(reply)
@@ -148,9 +163,9 @@ def run_oneshot(ro: Rollout, endpoint: Endpoint) -> None:
 def run_agentic(ro: Rollout, endpoint: Endpoint) -> None:
     s = ro.settings
     with CdcRepairEnv(ro.task, max_steps=s.max_steps, max_sim_runs=s.max_sim_runs, hidden=s.hidden,
-                      sim=s.sim, grader=ro.grader) as env:
+                      sim=s.sim, grader=ro.grader, rung=ro.rung) as env:
         first = env.reset()
-        ro.messages = agent_messages(ro.task, s.max_steps, s.max_sim_runs)
+        ro.messages = agent_messages(ro.task, s.max_steps, s.max_sim_runs, ro.rung)
         ro.messages[-1]["content"] = first["observation"]  # the prompt plus the budget line
         tools = env.tool_definitions()
         done: dict | None = None
@@ -194,9 +209,9 @@ def _step_log(name: str, args: object, res: dict) -> dict:
 
 
 def run_rollout(task: Task, sample: int, settings: EvalSettings, endpoint: Endpoint, out_dir: Path,
-                grader: Grader = grade) -> dict:
-    """Run, grade and save one rollout; return its row. Endpoint failures become a row too."""
-    ro = Rollout(task, sample, settings, grader=grader)
+                grader: Grader = grade, rung: str = "full") -> dict:
+    """Run, grade and save one rollout at ``rung``; return its row. Endpoint failures become a row too."""
+    ro = Rollout(task, sample, settings, rung=rung, grader=grader)
     t0 = time.monotonic()
     try:
         (run_oneshot if settings.mode == "oneshot" else run_agentic)(ro, endpoint)

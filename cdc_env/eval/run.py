@@ -1,4 +1,4 @@
-"""The run: controls, then every (task, sample) rollout not yet finished, ``concurrency`` at a time;
+"""The run: controls, then every (task, rung, sample) rollout not yet finished, ``concurrency`` at a time;
 metadata.json, summary.json/.md; and the progress display on stderr."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..sim.seeds import hidden_seeds, visible_seeds
 from ..task import Task
 from .client import Endpoint, EndpointError, EndpointUnavailable, api_key_for
 from .grading import IN_PROCESS, Grader
-from .results import Results
+from .results import Results, row_key
 from .rollout import run_rollout
 from .settings import OPERATIONAL, EvalSettings, redact_url, resolve_tasks
 from .summary import summarize, summary_markdown
@@ -65,7 +65,7 @@ def _metadata(settings: EvalSettings, tasks: list[Task], controls: tuple[bool, l
 def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = False,
              controls: Controls | None = None, progress: Progress | None = None,
              grader: Grader | None = None, grades_on: dict | None = None) -> dict:
-    """Controls, then every (task, sample) rollout not yet finished; returns the summary.
+    """Controls, then every (task, rung, sample) rollout not yet finished; returns the summary.
 
     Raises ``EndpointUnavailable`` when the endpoint cannot be reached (checked first, before the
     controls) or refuses every request, ``ControlsFailed`` (nothing written, no model called) when
@@ -89,7 +89,8 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
             raise CdcError(f"{out} already holds results; pass --resume to continue that run, "
                            "or choose another --out")
         old = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-        old_key = {k: v for k, v in old.get("settings", {}).items() if k not in OPERATIONAL}
+        old_key = EvalSettings.old_key({k: v for k, v in old.get("settings", {}).items()
+                                        if k not in OPERATIONAL})
         if old_key != settings.run_key():
             changed = sorted(k for k in set(old_key) | set(settings.run_key())
                              if old_key.get(k) != settings.run_key().get(k))
@@ -115,15 +116,16 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
     meta["grades_on"] = grades_on or IN_PROCESS
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
-    done_keys = {(r["task"], r["sample"]) for r in finished}
-    todo = [(t, k) for t in tasks for k in range(settings.samples) if (t.id, k) not in done_keys]
+    done_keys = {row_key(r) for r in finished}
+    todo = [(t, rung, k) for t in tasks for rung in settings.rungs for k in range(settings.samples)
+            if (t.id, rung, k) not in done_keys]
     all_rows = list(finished)
     total, count = len(todo), 0
     lock = threading.Lock()
 
-    def one(item: tuple[Task, int]) -> None:
+    def one(item: tuple[Task, str, int]) -> None:
         nonlocal count
-        row = run_rollout(item[0], item[1], settings, endpoint, out, grader or grade)
+        row = run_rollout(item[0], item[2], settings, endpoint, out, grader or grade, rung=item[1])
         results.append(row)
         with lock:
             all_rows.append(row)
@@ -188,5 +190,6 @@ class ProgressBar:
         elapsed = time.monotonic() - self.t0
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f"{(total - done) / rate:.0f} s" if rate > 0 and done < total else "-"
-        print(f"eval {done}/{total}  {row.get('task', '?')} s{row.get('sample', '?')}: {row['label']}  "
+        rung = "" if row.get("rung", "full") == "full" else f" [{row['rung']}]"
+        print(f"eval {done}/{total}  {row.get('task', '?')}{rung} s{row.get('sample', '?')}: {row['label']}  "
               f"{self._counts()}  {60 * rate:.1f} rollouts/min  ETA {eta}", file=sys.stderr, flush=True)

@@ -3,13 +3,14 @@ without secrets, and the tasks a run names."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CdcError
+from ..rungs import DEFAULT_RUNG, check_rung
 from ..sim import get_simulator
 from ..sim.seeds import parse_hidden
-from ..task import Task, list_tasks, load_task
+from ..task import Task, list_controls, list_tasks, load_task
 
 MODES = ("oneshot", "agentic")
 OPERATIONAL = ("concurrency", "timeout_s", "retries", "backoff_s", "backoff_cap_s", "samples", "stream")
@@ -37,6 +38,12 @@ class EvalSettings:
     backoff_s: float = 2.0
     backoff_cap_s: float = 60.0
     stream: bool = False  # streamed chat completions (some proxies only stream); same replies
+    rungs: list[str] = field(default_factory=lambda: [DEFAULT_RUNG])  # information rungs, each a rollout
+
+    @staticmethod
+    def old_key(key: dict) -> dict:
+        """A recorded run key as this version writes it (runs from before rungs were full-rung runs)."""
+        return {"rungs": [DEFAULT_RUNG], **key}
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -49,6 +56,9 @@ class EvalSettings:
         if not urlsplit(self.base_url).scheme.startswith("http"):
             raise CdcError(f"--base-url must be an http(s) URL, not {redact_url(self.base_url)!r}")
         get_simulator(self.sim)
+        if not self.rungs:
+            raise CdcError("--rung needs at least one rung")
+        self.rungs = list(dict.fromkeys(check_rung(r) for r in self.rungs))
         try:
             self.hidden = parse_hidden(self.hidden)  # "all" or a count, from here on
         except ValueError as exc:
@@ -76,13 +86,15 @@ def is_loopback(url: str) -> bool:
 
 
 def resolve_tasks(names: list[str] | None) -> list[Task]:
-    """Task ids or family names (``fifo``) to tasks, in order, without repeats; none means all."""
+    """Task ids, family names (``fifo``: its defect tasks), no-bug control ids
+    (``handshake_control``) or ``controls`` (every control) to tasks, in order, without repeats;
+    none means every public defect task."""
     public = list_tasks()
     if not names:
         return public
     out: dict[str, Task] = {}
     for name in names:
-        family = [t for t in public if t.family == name]
-        for t in family or [load_task(name)]:
+        group = list_controls() if name == "controls" else [t for t in public if t.family == name]
+        for t in group or [load_task(name)]:
             out.setdefault(t.id, t)
     return list(out.values())

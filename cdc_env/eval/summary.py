@@ -1,6 +1,8 @@
-"""The run's summary, a pure function of its rows: pass rate by task and family, overfit rate,
-structural-validity gap, unbiased pass@k, refusals, parse failures, endpoint errors; and the same
-as Markdown tables."""
+"""The run's summary, a pure function of its rows: pass rate by task, family and information rung,
+overfit rate, structural-validity gap, unbiased pass@k, refusals, parse failures, endpoint errors;
+the no-bug controls apart (their pass rate and over-editing rate: the share of control submissions
+that changed the given design, and the share that broke it), never in a defect task's rate; and
+the same as Markdown tables."""
 
 from __future__ import annotations
 
@@ -36,22 +38,47 @@ def _counts(rows: list[dict]) -> dict:
             "endpoint_error": sum(r["label"] == "endpoint_error" for r in rows)}
 
 
-def summarize(rows: list[dict], samples: int) -> dict:
-    """The run's summary (see the module docstring); pure function of the rows."""
-    by_task: dict[str, list[dict]] = {}
-    by_family: dict[str, list[dict]] = {}
+def _rung(row: dict) -> str:
+    return row.get("rung", "full")  # rows from before rungs were at full
+
+
+def _control_counts(rows: list[dict]) -> dict:
+    """A control group's counts plus over-editing: of the decided rollouts that submitted a design,
+    how many changed the given design, and how many broke it (graded anything but pass)."""
+    decided = [r for r in rows if r["label"] not in NOT_RESULTS]
+    submitted = [r for r in decided if r.get("changed") is not None]
+    edited = sum(bool(r["changed"]) for r in submitted)
+    broke = sum(r["label"] != "pass" for r in decided)
+    n = len(decided)
+    return {**_counts(rows), "submitted": len(submitted), "changed": edited,
+            "changed_rate": round(edited / len(submitted), 4) if submitted else None,
+            "broke": broke, "broke_rate": round(broke / n, 4) if n else None}
+
+
+def _group(rows: list[dict], key) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
     for r in rows:
-        by_task.setdefault(r["task"], []).append(r)
-        by_family.setdefault(r["family"], []).append(r)
+        out.setdefault(key(r), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def summarize(rows: list[dict], samples: int) -> dict:
+    """The run's summary (see the module docstring); pure function of the rows. Every rate but
+    ``controls`` is over the defect tasks only."""
+    controls = [r for r in rows if r.get("control")]
+    rows = [r for r in rows if not r.get("control")]
+    by_task = _group(rows, lambda r: r["task"])
+    by_family = _group(rows, lambda r: r["family"])
     # Structural-validity gap: among submissions whose simulation passed and whose gate result is
     # decided (pass or refused), the share the gate refused. Unknowns never count.
     sim_pass = [r for r in rows if r.get("sim_verdict") == "pass" and r.get("gate") in ("pass", "refused")]
     gate_refused = sum(r["gate"] == "refused" for r in sim_pass)
     ks = [k for k in (1, 2, 5, 10, 20, 50, 100) if k <= samples] or [1]
     pass_k = {}
+    by_task_rung = _group(rows, lambda r: f"{r['task']}\0{_rung(r)}")
     for k in ks:
         per_task = []
-        for task_rows in by_task.values():
+        for task_rows in by_task_rung.values():
             decided = [r for r in task_rows if r["label"] not in NOT_RESULTS]
             if len(decided) >= k:
                 per_task.append(pass_at_k(len(decided), sum(r["label"] == "pass" for r in decided), k))
@@ -60,13 +87,19 @@ def summarize(rows: list[dict], samples: int) -> dict:
         "overall": _counts(rows),
         "by_task": {t: {"family": rs[0]["family"], **_counts(rs)} for t, rs in sorted(by_task.items())},
         "by_family": {f: _counts(rs) for f, rs in sorted(by_family.items())},
+        "by_rung": {g: _counts(rs) for g, rs in _group(rows, _rung).items()},
+        "controls": {"overall": _control_counts(controls),
+                     "by_task": {t: {"family": rs[0]["family"], **_control_counts(rs)}
+                                 for t, rs in _group(controls, lambda r: r["task"]).items()},
+                     "by_rung": {g: _control_counts(rs) for g, rs in _group(controls, _rung).items()}},
         "structural_gap": {"sim_pass_gate_decided": len(sim_pass), "gate_refused": gate_refused,
                            "rate": round(gate_refused / len(sim_pass), 4) if sim_pass else None},
         "pass_at_k": pass_k,
-        "tokens_in": sum(r["tokens_in"] for r in rows), "tokens_out": sum(r["tokens_out"] for r in rows),
-        "grade_cpu_s": round(sum(r["grade_cpu_s"] + r.get("gap_cpu_s", 0.0) for r in rows), 3),
-        "malformed_args": sum(r.get("malformed_args", 0) for r in rows),
-        "retries": sum(r.get("retries", 0) for r in rows),
+        "tokens_in": sum(r["tokens_in"] for r in rows + controls),
+        "tokens_out": sum(r["tokens_out"] for r in rows + controls),
+        "grade_cpu_s": round(sum(r["grade_cpu_s"] + r.get("gap_cpu_s", 0.0) for r in rows + controls), 3),
+        "malformed_args": sum(r.get("malformed_args", 0) for r in rows + controls),
+        "retries": sum(r.get("retries", 0) for r in rows + controls),
     }
 
 
@@ -92,6 +125,20 @@ def summary_markdown(summary: dict, title: str = "") -> str:
     table("task", summary["by_task"])
     lines.append("")
     table("family", {**summary["by_family"], "**all**": summary["overall"]})
+    if set(summary.get("by_rung", {})) - {"full"}:
+        lines.append("")
+        table("rung", summary["by_rung"])
+    ctl = summary.get("controls", {})
+    if ctl.get("by_task"):
+        lines += ["", "No-bug controls (the clean design given; never in the rates above):", "",
+                  "| control | rollouts | pass | pass rate | submitted | changed | changed rate | broke "
+                  "| broke rate | tool_error | endpoint_error |", "|---" * 11 + "|"]
+        groups = {**ctl["by_task"], **{f"rung {g}": c for g, c in ctl["by_rung"].items()
+                                      if len(ctl["by_rung"]) > 1}, "**all**": ctl["overall"]}
+        for key, c in groups.items():
+            lines.append(f"| {key} | {c['rollouts']} | {c['pass']} | {_pct(c['pass_rate'])} "
+                         f"| {c['submitted']} | {c['changed']} | {_pct(c['changed_rate'])} | {c['broke']} "
+                         f"| {_pct(c['broke_rate'])} | {c['tool_error']} | {c['endpoint_error']} |")
     o, gap = summary["overall"], summary["structural_gap"]
     lines += ["",
               f"- pass rate {_pct(o['pass_rate'])} of {o['decided']} decided rollouts "

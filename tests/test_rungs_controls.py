@@ -1,0 +1,188 @@
+"""No-bug controls and information rungs: what each rung tells the agent, that a control is graded
+like any task (the given clean design passes, a broken one does not), and -- over the stand-in
+model through real HTTP and real grading -- that eval runs every rung, reports the rungs apart and
+keeps the controls out of the defect tasks' rates, with their over-editing rate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cdc_env import CdcRepairEnv
+from cdc_env.errors import CdcError
+from cdc_env.grade import grade
+from cdc_env.prompts import oneshot_prompt, task_prompt
+from cdc_env.rungs import RUNGS, primitives, report, sections
+from cdc_env.task import list_controls, list_tasks, load_task
+
+from .conftest import needs_bwrap, needs_icarus
+
+HIDDEN = 2
+
+
+def all_tasks():
+    return list_tasks() + list_controls()
+
+
+def test_one_control_per_family_from_its_clean_design():
+    controls = list_controls()
+    assert sorted(c.family for c in controls) == sorted({t.family for t in list_tasks()})
+    for c in controls:
+        base = load_task(c.base)
+        assert c.id == f"{c.family}_control" and c.control and not base.control
+        assert c.given_text == base.clean_text == c.reference_text != base.defective_text
+        assert load_task(c.id) == c  # loadable by id, like any task
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_every_task_and_control_is_told_at_every_rung(rung):
+    for t in all_tasks():
+        text = report(t, rung)
+        title, parts = sections(t.text(t.bug_report))
+        assert parts["invariant"].split("**", 2)[2].strip() in text  # the invariants, always
+        if rung == "full" and not t.control:
+            assert text == t.text(t.bug_report)  # the bug report as today
+            continue
+        assert parts["symptom"] not in text or rung == "symptom"
+        assert parts["design"] not in text or rung == "full"  # what crosses where: full only
+        if rung != "full":
+            for name in primitives(t):
+                assert f"`{name}`" in text  # the rule names every primitive the task may use
+
+
+def test_minimal_rung_reads_the_same_for_a_control_and_its_task():
+    for c in list_controls():
+        base = load_task(c.base)
+        assert task_prompt(c, rung="minimal") == task_prompt(base, rung="minimal")
+        one_c, one_b = oneshot_prompt(c, "minimal"), oneshot_prompt(base, "minimal")
+        assert one_c.replace(c.given_text.rstrip(), "") == one_b.replace(base.defective_text.rstrip(), "")
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_a_control_never_says_it_is_one(rung):
+    for c in list_controls():
+        for text in (task_prompt(c, rung=rung), oneshot_prompt(c, rung)):
+            assert "no bug" not in text.lower() and "_control" not in text
+            assert text.startswith(f"Task: {c.base} -- ")
+
+
+def test_storage_primitive_only_where_the_design_stores():
+    assert "cdc_ram" in primitives(load_task("fifo_01"))
+    assert "cdc_ram" not in primitives(load_task("handshake"))
+
+
+def test_unknown_structure_and_rung_are_one_line_errors():
+    with pytest.raises(CdcError, match="unknown section"):
+        sections("# Bug report: x\n\n**Design.** a\n\n**Cause.** b")
+    with pytest.raises(CdcError, match="missing section"):
+        sections("# Bug report: x\n\n**Design.** a")
+    with pytest.raises(CdcError, match="unknown rung 'hint'"):
+        report(load_task("handshake"), "hint")
+    with pytest.raises(CdcError, match="unknown rung"):
+        CdcRepairEnv("handshake", rung="hint", sandbox=False)
+    with pytest.raises(CdcError, match="unknown task 'nofamily_control'"):
+        load_task("nofamily_control")
+
+
+def test_cli_lists_controls_and_shows_rungs():
+    cli = [sys.executable, "-m", "cdc_env"]
+    out = json.loads(subprocess.run([*cli, "tasks", "--json"], capture_output=True, text=True, check=True).stdout)
+    controls = {t["id"]: t for t in out if t["control"]}
+    assert set(controls) == {c.id for c in list_controls()}
+    assert all(t["base"] for t in controls.values())
+    shown = subprocess.run([*cli, "show", "handshake_control", "--rung", "symptom", "--json"],
+                           capture_output=True, text=True, check=True)
+    info = json.loads(shown.stdout)
+    assert info["control"] and info["rung"] == "symptom" and "**Request.**" in info["bug_report"]
+    bad = subprocess.run([*cli, "show", "handshake", "--rung", "hint"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ---------------------------------------------------------------------- graded (Icarus, bubblewrap)
+
+@needs_icarus
+@needs_bwrap
+def test_control_is_graded_like_its_task():
+    ctl = load_task("handshake_control")
+    base = load_task(ctl.base)
+    with CdcRepairEnv(ctl, hidden=HIDDEN) as env:
+        first = env.reset(rung="minimal")
+        assert (first["rung"], first["control"]) == ("minimal", True)
+        assert env.design == base.clean_text
+        kept = env.step("submit", {})
+        assert (kept["reward"], kept["report"]["verdict"]) == (1, "pass")  # unchanged and correct
+        env.reset()
+        assert env.episode_rung == "full"
+        env.step("write", {"path": ctl.editable, "content": base.defective_text})
+        broke = env.step("submit", {})
+        assert broke["reward"] == 0 and broke["report"]["verdict"] != "pass"
+    # the same grade as the defect task gives the same text: the rung and the control change nothing
+    for text in (base.clean_text, base.defective_text):
+        a, b = grade(ctl, text, hidden=HIDDEN), grade(base, text, hidden=HIDDEN)
+        assert (a["verdict"], a["findings"]) == (b["verdict"], b["findings"])
+
+
+@pytest.fixture(scope="module")
+def server():
+    pytest.importorskip("openai", reason="the openai client is not installed (pip install .[eval])")
+    from cdc_env.standin import StandinServer
+
+    with StandinServer() as srv:
+        yield srv
+
+
+def _run(srv, tmp_path, model, mode, tasks, rungs):
+    from cdc_env.eval import EvalSettings, Results, run_eval
+
+    settings = EvalSettings(mode=mode, base_url=srv.url, model=model, tasks=list(tasks), hidden=HIDDEN,
+                            backoff_s=0.01, rungs=list(rungs))
+    out = tmp_path / model
+    summary = run_eval(settings, out, controls=lambda sim: (True, [], "controls run in their own tests"))
+    return Results(out).load(), summary, out
+
+
+@needs_icarus
+@needs_bwrap
+def test_eval_runs_every_rung_and_the_grade_does_not_change(server, tmp_path):
+    before = len(server.requests)
+    rows, summary, out = _run(server, tmp_path, "agent-correct", "agentic", ["handshake"], RUNGS)
+    assert sorted(r["rung"] for r in rows) == sorted(RUNGS)
+    assert all((r["reward"], r["label"], r["control"], r["changed"]) == (1, "pass", False, True) for r in rows)
+    assert {g: c["pass_rate"] for g, c in summary["by_rung"].items()} == dict.fromkeys(RUNGS, 1.0)
+    assert summary["overall"]["rollouts"] == 3 and summary["controls"]["overall"]["rollouts"] == 0
+    firsts = [m["content"] for body in server.requests[before:] for m in body["messages"][1:2]
+              if len(body["messages"]) == 2]
+    assert len(firsts) == 3
+    by = {r: next(f for f in firsts if f.startswith(task_prompt(load_task("handshake"), rung=r)[:200]))
+          for r in RUNGS}
+    assert "**Symptom.**" in by["symptom"] and "**Symptom.**" not in by["minimal"]
+    assert "**Design.**" in by["full"] and "**Design.**" not in by["symptom"]
+    for r in rows:  # one trajectory per rung
+        assert json.loads((out / r["trajectory"]).read_text())["rung"] == r["rung"]
+    md = (out / "summary.md").read_text()
+    assert "| rung |" in md and "| minimal |" in md
+
+
+@needs_icarus
+@needs_bwrap
+def test_eval_reports_controls_apart_with_over_editing(server, tmp_path):
+    rows, summary, out = _run(server, tmp_path, "agent-no-tool-call", "agentic",
+                              ["handshake", "handshake_control"], ["full"])
+    by = {r["task"]: r for r in rows}
+    assert by["handshake_control"]["control"] and by["handshake_control"]["reward"] == 1  # kept it
+    assert by["handshake_control"]["changed"] is False
+    assert by["handshake"]["reward"] == 0  # the defect, submitted as given
+    assert set(summary["by_task"]) == {"handshake"} and summary["overall"]["rollouts"] == 1
+    assert summary["overall"]["pass_rate"] == 0.0  # the control's pass never counts here
+    c = summary["controls"]["overall"]
+    assert (c["rollouts"], c["pass"], c["changed"], c["changed_rate"], c["broke"]) == (1, 1, 0, 0.0, 0)
+    rows, summary, _ = _run(server, tmp_path, "oneshot-correct", "oneshot", ["controls"], ["full"])
+    assert {r["task"] for r in rows} == {c.id for c in list_controls()}
+    c = summary["controls"]["overall"]
+    # the stand-in answers with the defect task's reference fix: a changed but correct design
+    assert (c["changed_rate"], c["broke_rate"], c["pass_rate"]) == (1.0, 0.0, 1.0)
+    assert summary["overall"]["rollouts"] == 0
+    assert "No-bug controls" in (tmp_path / "oneshot-correct" / "summary.md").read_text()
