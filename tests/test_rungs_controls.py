@@ -89,12 +89,18 @@ def test_unknown_structure_and_rung_are_one_line_errors():
 
 def test_cli_lists_controls_and_shows_rungs():
     cli = [sys.executable, "-m", "cdc_env"]
-    out = json.loads(subprocess.run([*cli, "tasks", "--json"], capture_output=True, text=True, check=True).stdout)
+    out = json.loads(
+        subprocess.run([*cli, "tasks", "--json"], capture_output=True, text=True, check=True).stdout
+    )
     controls = {t["id"]: t for t in out if t["control"]}
     assert set(controls) == {c.id for c in list_controls()}
     assert all(t["base"] for t in controls.values())
-    shown = subprocess.run([*cli, "show", "handshake_control", "--rung", "symptom", "--json"],
-                           capture_output=True, text=True, check=True)
+    shown = subprocess.run(
+        [*cli, "show", "handshake_control", "--rung", "symptom", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     info = json.loads(shown.stdout)
     assert info["control"] and info["rung"] == "symptom" and "**Request.**" in info["bug_report"]
     bad = subprocess.run([*cli, "show", "handshake", "--rung", "hint"], capture_output=True, text=True)
@@ -102,6 +108,7 @@ def test_cli_lists_controls_and_shows_rungs():
 
 
 # ---------------------------------------------------------------------- graded (Icarus, bubblewrap)
+
 
 @needs_icarus
 @needs_bwrap
@@ -137,8 +144,15 @@ def server():
 def _run(srv, tmp_path, model, mode, tasks, rungs):
     from cdc_env.eval import EvalSettings, Results, run_eval
 
-    settings = EvalSettings(mode=mode, base_url=srv.url, model=model, tasks=list(tasks), hidden=HIDDEN,
-                            backoff_s=0.01, rungs=list(rungs))
+    settings = EvalSettings(
+        mode=mode,
+        base_url=srv.url,
+        model=model,
+        tasks=list(tasks),
+        hidden=HIDDEN,
+        backoff_s=0.01,
+        rungs=list(rungs),
+    )
     out = tmp_path / model
     summary = run_eval(settings, out, controls=lambda sim: (True, [], "controls run in their own tests"))
     return Results(out).load(), summary, out
@@ -150,14 +164,22 @@ def test_eval_runs_every_rung_and_the_grade_does_not_change(server, tmp_path):
     before = len(server.requests)
     rows, summary, out = _run(server, tmp_path, "agent-correct", "agentic", ["handshake"], RUNGS)
     assert sorted(r["rung"] for r in rows) == sorted(RUNGS)
-    assert all((r["reward"], r["label"], r["control"], r["changed"]) == (1, "pass", False, True) for r in rows)
+    assert all(
+        (r["reward"], r["label"], r["control"], r["changed"]) == (1, "pass", False, True) for r in rows
+    )
     assert {g: c["pass_rate"] for g, c in summary["by_rung"].items()} == dict.fromkeys(RUNGS, 1.0)
     assert summary["overall"]["rollouts"] == 3 and summary["controls"]["overall"]["rollouts"] == 0
-    firsts = [m["content"] for body in server.requests[before:] for m in body["messages"][1:2]
-              if len(body["messages"]) == 2]
+    firsts = [
+        m["content"]
+        for body in server.requests[before:]
+        for m in body["messages"][1:2]
+        if len(body["messages"]) == 2
+    ]
     assert len(firsts) == 3
-    by = {r: next(f for f in firsts if f.startswith(task_prompt(load_task("handshake"), rung=r)[:200]))
-          for r in RUNGS}
+    by = {
+        r: next(f for f in firsts if f.startswith(task_prompt(load_task("handshake"), rung=r)[:200]))
+        for r in RUNGS
+    }
     assert "**Symptom.**" in by["symptom"] and "**Symptom.**" not in by["minimal"]
     assert "**Design.**" in by["full"] and "**Design.**" not in by["symptom"]
     for r in rows:  # one trajectory per rung
@@ -169,8 +191,9 @@ def test_eval_runs_every_rung_and_the_grade_does_not_change(server, tmp_path):
 @needs_icarus
 @needs_bwrap
 def test_eval_reports_controls_apart_with_over_editing(server, tmp_path):
-    rows, summary, out = _run(server, tmp_path, "agent-no-tool-call", "agentic",
-                              ["handshake", "handshake_control"], ["full"])
+    rows, summary, out = _run(
+        server, tmp_path, "agent-no-tool-call", "agentic", ["handshake", "handshake_control"], ["full"]
+    )
     by = {r["task"]: r for r in rows}
     assert by["handshake_control"]["control"] and by["handshake_control"]["reward"] == 1  # kept it
     assert by["handshake_control"]["changed"] is False
