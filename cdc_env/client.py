@@ -101,6 +101,7 @@ class HttpEnv:
         url, token: the server; or ``client``, a ServerClient to share.
         max_steps, max_sim_runs: the episode's budgets (the server caps them).
         hidden, sim: hidden seeds and simulator for submissions; None takes the server's defaults.
+        rung: the information rung of the episodes (cdc_env.rungs); None: full.
         gate, sandbox: accepted for CdcRepairEnv compatibility; the server always runs both, so
             False is refused.
 
@@ -111,7 +112,7 @@ class HttpEnv:
     def __init__(self, task: str | Path | Task, url: str | None = None, *, token: str | None = None,
                  client: ServerClient | None = None, max_steps: int = 30, max_sim_runs: int = 6,
                  hidden: int | str | None = None, sim: str | None = None, gate: bool = True,
-                 sandbox: bool = True, timeout: float = DEFAULT_TIMEOUT) -> None:
+                 sandbox: bool = True, timeout: float = DEFAULT_TIMEOUT, rung: str | None = None) -> None:
         if not gate or not sandbox:
             raise CdcError("a cdc_env server always runs the static gate and the sandbox")
         if client is None and url is None:
@@ -128,15 +129,17 @@ class HttpEnv:
         self.client = client if client is not None else ServerClient(url or "", token=token, timeout=timeout)
         self.start_args: dict[str, Any] = {"task": self.task_id, "max_steps": max_steps,
                                            "max_sim_runs": max_sim_runs}
-        self.start_args.update({k: v for k, v in (("hidden", hidden), ("sim", sim)) if v is not None})
+        self.start_args.update({k: v for k, v in (("hidden", hidden), ("sim", sim), ("rung", rung))
+                                if v is not None})
         self.episode_id: str | None = None
         self._closed = False
 
-    def reset(self) -> dict:
-        """Start a new episode on the server; its first observation (CdcRepairEnv.reset's keys)."""
+    def reset(self, rung: str | None = None) -> dict:
+        """Start a new episode on the server; its first observation (CdcRepairEnv.reset's keys).
+        ``rung`` (default: the constructor's, else full) is the episode's information rung."""
         self._check_open()
         self._end_episode()
-        out = self.client.call("POST", "/episodes", self.start_args)
+        out = self.client.call("POST", "/episodes", {**self.start_args, **({"rung": rung} if rung else {})})
         self.episode_id = out.pop("episode_id")
         out.pop("idle_timeout_s", None)
         return out

@@ -62,7 +62,7 @@ from .server.models import StartRequest, StepRequest
 
 PREFIX = "/openenv"
 _LOG = logging.getLogger("cdc_env.server")
-_RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim"}
+_RESET_KEYS = {"seed", "episode_id", "task", "max_steps", "max_sim_runs", "hidden", "sim", "rung"}
 
 ACTION_SCHEMA = {
     "type": "object", "required": ["tool"], "additionalProperties": True,
@@ -109,7 +109,7 @@ class _Session:
             raise ApiError(422, "bad_request", f"unknown reset field(s): {', '.join(sorted(unknown))[:200]} "
                                                f"(known: {', '.join(sorted(_RESET_KEYS))})")
         task = data.get("task") or next(iter(self.server.config.tasks))
-        fields = {k: data[k] for k in ("max_steps", "max_sim_runs", "hidden", "sim")
+        fields = {k: data[k] for k in ("max_steps", "max_sim_runs", "hidden", "sim", "rung")
                   if data.get(k) is not None}
         try:
             req = StartRequest(task=task, **fields)

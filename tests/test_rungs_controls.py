@@ -209,3 +209,47 @@ def test_eval_reports_controls_apart_with_over_editing(server, tmp_path):
     assert (c["changed_rate"], c["broke_rate"], c["pass_rate"]) == (1.0, 0.0, 1.0)
     assert summary["overall"]["rollouts"] == 0
     assert "No-bug controls" in (tmp_path / "oneshot-correct" / "summary.md").read_text()
+
+
+# ---------------------------------------------------------------------- front ends: a rung per episode
+
+
+def test_gym_reset_takes_a_rung_and_a_control():
+    pytest.importorskip("gymnasium", reason="gymnasium is not installed")
+    from cdc_env.adapters.gym import CdcGymEnv
+
+    env = CdcGymEnv("handshake", sandbox=False)
+    obs, info = env.reset(options={"task": "handshake_control", "rung": "minimal"})
+    assert (info["rung"], info["control"], info["task"]) == ("minimal", True, "handshake_control")
+    assert obs.startswith("Task: handshake -- Review the clock-domain crossings of hs_top")
+    obs, info = env.reset()
+    assert (info["rung"], info["control"]) == ("full", False)
+    with pytest.raises(CdcError, match="unknown rung"):
+        env.reset(options={"rung": "hint"})
+    env.close()
+
+
+@needs_icarus
+@needs_bwrap
+def test_http_and_openenv_start_an_episode_at_a_rung():
+    httpx = pytest.importorskip("httpx", reason="the server extra is not installed")
+    pytest.importorskip("fastapi", reason="the server extra is not installed")
+    from cdc_env.client import HttpEnv
+    from cdc_env.server import ServerConfig, resolve_tasks, serve_in_thread
+
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake", "handshake_control"]), workers=1, hidden=HIDDEN)
+    with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
+        listed = {t["id"]: t["control"] for t in c.get("/v1/tasks").json()["tasks"]}
+        assert listed == {"handshake": False, "handshake_control": True}
+        first = c.post("/v1/episodes", json={"task": "handshake", "rung": "symptom"}).json()
+        assert first["rung"] == "symptom" and "**Symptom.**" in first["observation"]
+        assert "**Design.**" not in first["observation"]
+        bad = c.post("/v1/episodes", json={"task": "handshake", "rung": "hint"})
+        assert bad.status_code == 422
+        oe = c.post("/openenv/reset", json={"task": "handshake_control", "rung": "minimal"}).json()
+        assert (oe["observation"]["rung"], oe["observation"]["control"]) == ("minimal", True)
+        with HttpEnv("handshake_control", srv.url, hidden=HIDDEN, rung="symptom") as env:
+            out = env.reset()
+            assert (out["rung"], out["control"]) == ("symptom", True)
+            done = env.step("submit", {})  # the clean design, unchanged: correct
+            assert done["reward"] == 1

@@ -28,7 +28,9 @@ draw from the training region: naming style, module name, widths, depth, burst, 
 extra outputs), so a seed names one variant and a stream of seeds a stream of variants. Such a
 variant is graded like any task but has not been through the variant gate (``cdc-env gate-tasks``):
 its visible seeds are the default 1-8, not chosen to show the defect. Without ``options`` the task
-given to the constructor is used.
+given to the constructor is used. ``options={"rung": R}`` serves the episode at an information rung
+(``full``, the default, ``symptom`` or ``minimal``: cdc_env.rungs); no-bug controls are tasks like
+any other (``"handshake_control"``).
 
 ``action_space.sample()`` draws only side-effect-free calls (``read``, ``contract``): it exists for
 ``check_env`` and smoke tests, not as a policy.
@@ -55,6 +57,7 @@ from gymnasium import spaces
 from ..env import DEFAULT_HIDDEN, CdcRepairEnv
 from ..errors import CdcError
 from ..prompts import AGENT_SYSTEM_PROMPT
+from ..rungs import check_rung
 from ..task import Task, list_tasks, load_task
 from ..tools import TOOL_NAMES
 
@@ -169,7 +172,7 @@ class CdcGymEnv(gymnasium.Env):
         return load_task(name)
 
     def _open(self, task: Task) -> None:
-        if self._env is not None and self._env.task.dir == task.dir:
+        if self._env is not None and (self._env.task.dir, self._env.task.id) == (task.dir, task.id):
             return
         if self._env is not None:
             self._env.close()
@@ -187,11 +190,12 @@ class CdcGymEnv(gymnasium.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)
         options = options or {}
-        unknown = set(options) - {"task"}
+        unknown = set(options) - {"task", "rung"}
         if unknown:
-            raise CdcError(f"unknown reset option(s): {', '.join(sorted(unknown))} (known: task)")
+            raise CdcError(f"unknown reset option(s): {', '.join(sorted(unknown))} (known: rung, task)")
+        rung = check_rung(options.get("rung"))
         self._open(self._resolve(options.get("task", self.default_task)))
-        first = self.env.reset()
+        first = self.env.reset(rung)
         info = {k: v for k, v in first.items() if k not in ("observation", "tools")}
         info.update(tools=self.env.tool_definitions(), tool_names=list(TOOL_NAMES),
                     system_prompt=AGENT_SYSTEM_PROMPT)

@@ -4,7 +4,9 @@
         --env.agent.harness.id null --env.agent.runtime.type subprocess --no-push
 
 ``CdcTaskset.load()`` yields one ``CdcTask`` per task id in ``config.tasks`` (default: every public
-task). A task's prompt is ``cdc_env.prompts.task_prompt`` and its system prompt
+task; no-bug controls by id, ``handshake_control``) and information rung in ``config.rungs``
+(default ``["full"]``; ``symptom``, ``minimal``: cdc_env.rungs -- ids other than full's end in
+``@<rung>``). A task's prompt is ``cdc_env.prompts.task_prompt`` and its system prompt
 ``AGENT_SYSTEM_PROMPT`` -- the same text ``cdc-env eval`` sends. Its tools come from
 ``CdcToolset``, a task-scoped MCP server (one per rollout) that holds a ``CdcRepairEnv`` and answers
 ``read``, ``write``, ``contract``, ``run_visible`` and ``submit`` with the descriptions and the
@@ -48,6 +50,7 @@ from ..env import DEFAULT_HIDDEN, CdcRepairEnv
 from ..grade import grade
 from ..prompts import AGENT_SYSTEM_PROMPT, task_prompt
 from ..report import report_schema
+from ..rungs import title
 from ..task import list_tasks, load_task
 
 __all__ = ["CdcTaskset"]
@@ -87,6 +90,8 @@ class CdcTaskData(vf.TaskData):
     max_steps: int = 30
     max_sim_runs: int = 6
     sim: str = "icarus"
+    rung: Literal["full", "symptom", "minimal"] = "full"
+    """The information rung the task is told at (never changes the grade)."""
 
 
 class CdcToolsetConfig(vf.ToolsetConfig):
@@ -105,7 +110,7 @@ class CdcToolset(vf.Toolset[CdcToolsetConfig, CdcState]):
     async def setup_task(self, task: Any) -> None:
         d = getattr(task, "data", task)  # verifiers passes the task data
         self.env = CdcRepairEnv(d.task_id, hidden=d.hidden, max_steps=d.max_steps,
-                                max_sim_runs=d.max_sim_runs, sim=d.sim)
+                                max_sim_runs=d.max_sim_runs, sim=d.sim, rung=d.rung)
         self.env.reset()
 
     def _call(self, name: str, args: dict) -> str:
@@ -155,7 +160,8 @@ class CdcTask(vf.Task[CdcTaskData, CdcState, CdcTaskConfig]):
 
     @property
     def key(self) -> str:
-        return f"cdc_env/{self.data.task_id}"
+        rung = "" if self.data.rung == "full" else f"@{self.data.rung}"
+        return f"cdc_env/{self.data.task_id}{rung}"
 
     @vf.stop
     async def submitted(self, trace: vf.Trace) -> bool:
@@ -168,7 +174,7 @@ class CdcTask(vf.Task[CdcTaskData, CdcState, CdcTaskConfig]):
         state = trace.state
         if getattr(state, "verdict", None) is None:
             task = load_task(self.data.task_id)
-            design = getattr(state, "design", None) or task.defective_text
+            design = getattr(state, "design", None) or task.given_text
             report = await asyncio.to_thread(grade, task, design, sim=self.data.sim, hidden=self.data.hidden)
             record_outcome(state, report)
         return state
@@ -195,6 +201,8 @@ class CdcTasksetConfig(vf.TasksetConfig):
     max_steps: int = 30
     max_sim_runs: int = 6
     sim: str = "icarus"
+    rungs: list[Literal["full", "symptom", "minimal"]] = Field(default_factory=lambda: ["full"])
+    """Information rungs: one task per task id and rung."""
     task: CdcTaskConfig = CdcTaskConfig()
 
 
@@ -205,11 +213,14 @@ class CdcTaskset(vf.Taskset[CdcTask, CdcTasksetConfig]):
         c = self.config
         for tid in c.tasks or [t.id for t in list_tasks()]:
             t = load_task(tid)
-            yield CdcTask(CdcTaskData(id=t.id, name=t.id, description=t.title, task_id=tid,
-                                      prompt=task_prompt(t, c.max_steps, c.max_sim_runs),
-                                      system_prompt=AGENT_SYSTEM_PROMPT, hidden=c.hidden,
-                                      max_steps=c.max_steps, max_sim_runs=c.max_sim_runs, sim=c.sim),
-                          c.task)
+            for rung in dict.fromkeys(c.rungs):
+                key = t.id if rung == "full" else f"{t.id}@{rung}"
+                yield CdcTask(CdcTaskData(id=key, name=key, description=title(t, rung), task_id=tid,
+                                          prompt=task_prompt(t, c.max_steps, c.max_sim_runs, rung),
+                                          system_prompt=AGENT_SYSTEM_PROMPT, hidden=c.hidden,
+                                          max_steps=c.max_steps, max_sim_runs=c.max_sim_runs, sim=c.sim,
+                                          rung=rung),
+                              c.task)
 
 
 if __name__ == "__main__":  # the tool server's process (verifiers starts it with python -m)

@@ -2,8 +2,8 @@
 
     cdc-env serve --tasks handshake event /path/to/minted/fifo_h1 --token-env CDC_TOKEN --port 8765
 
-Only the named tasks are served (``--all-public`` names every public one); a held-out task is
-served only when its folder is named. With ``--token-env VAR`` the token is read from the
+Only the named tasks are served (``--all-public`` names every public one and the no-bug controls); a
+held-out task is served only when its folder is named. With ``--token-env VAR`` the token is read from the
 environment variable VAR (never from the command line, where ``ps`` would show it) and every request
 must carry it. Without a token the server binds to loopback only, unless
 ``--allow-remote-without-token`` says otherwise, and it says so when it starts. ``--port 0`` picks a
@@ -42,12 +42,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..server.app import create_app
     from ..server.config import ServerConfig, resolve_tasks
     from ..server.run import bind, is_loopback, uvicorn_server
-    from ..task import task_ids
+    from ..task import control_ids, task_ids
     from .common import parse_hidden
 
     names = list(args.tasks or [])
     if args.all_public:
-        names += [t for t in task_ids() if t not in names]
+        names += [t for t in [*task_ids(), *control_ids()] if t not in names]
     if not names:
         raise CdcError("name the tasks to serve: --tasks ID_OR_FOLDER ... (or --all-public)")
     token = None
@@ -100,7 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("serve", help="serve the named tasks over HTTP (episodes, tools, one-shot grades)")
     s.add_argument("--tasks", nargs="+", metavar="TASK", help="public task ids or task folders (held-out)")
-    s.add_argument("--all-public", action="store_true", help="serve every public task")
+    s.add_argument("--all-public", action="store_true",
+                   help="serve every public task and the no-bug controls")
     s.add_argument("--token-env", metavar="VAR", help="require the bearer token held in env variable VAR")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")

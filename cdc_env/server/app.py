@@ -89,7 +89,8 @@ def create_app(config: ServerConfig) -> FastAPI:
         """The tasks this server serves: exactly those named when it started."""
         return JSONResponse({"tasks": [
             {"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
-             "visible_seeds": len(t.seeds.visible), "hidden_seeds": t.seeds.hidden_count}
+             "visible_seeds": len(t.seeds.visible), "hidden_seeds": t.seeds.hidden_count,
+             "control": t.control}
             for t in config.tasks.values()]})
 
     @app.get(f"{API}/tools", response_model=ToolList, responses=_ERROR_RESPONSES, tags=["episodes"])

@@ -165,7 +165,8 @@ class EnvServer:
                                                  "close one or wait for idle ones to expire")
         try:
             env = PortableEnv(task, max_steps=req.max_steps, max_sim_runs=req.max_sim_runs,
-                              hidden=self.hidden_for(task, req.hidden), sim=req.sim or self.config.sim)
+                              hidden=self.hidden_for(task, req.hidden), sim=req.sim or self.config.sim,
+                              rung=req.rung or "full")
         except CdcError as exc:
             raise ApiError(422, "bad_request", str(exc)) from None
         first = env.reset()

@@ -18,6 +18,7 @@ class TaskInfo(BaseModel):
     editable: str
     visible_seeds: int
     hidden_seeds: int
+    control: bool = Field(False, description="a no-bug control: the family's clean design is given")
 
 
 class TaskList(BaseModel):
@@ -63,6 +64,8 @@ class StartRequest(_Strict):
     max_sim_runs: int = Field(6, ge=0, le=MAX_SIM_RUNS_CAP, description="simulation budget (run_visible)")
     hidden: Hidden | None = Field(None, description="hidden seeds graded on submit; null: server default")
     sim: Sim | None = Field(None, description="simulator; null: the server's default")
+    rung: Literal["full", "symptom", "minimal"] | None = Field(
+        None, description="information rung of the bug report (never changes the grade); null: full")
 
 
 class StepRequest(_Strict):
@@ -98,6 +101,8 @@ class StartResult(StepResult):
     task: str
     editable: str
     tools: list[str]
+    rung: str
+    control: bool
     idle_timeout_s: float
 
 
