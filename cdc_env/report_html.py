@@ -10,8 +10,11 @@ Folders:
   * grade-batch (batch.py): results.jsonl rows are grade reports with ``id``; run.json names the
     predictions file, from which failing submissions are shown when it is still there.
   * eval (cdc_env/eval/): results.jsonl rows carry ``label``, ``gate``, ``sim_verdict``,
-    ``grade_cpu_s`` and ``trajectory`` (rollouts/<task>/s<k>/trajectory.json: the messages, the
-    steps, the submission and the grade report); summary.json has the structural-validity gap.
+    ``grade_cpu_s``, ``rung``, ``control``, ``changed`` and ``trajectory``
+    (rollouts/<task>/[<rung>-]s<k>/trajectory.json: the messages, the steps, the submission and
+    the grade report); summary.json has the structural-validity gap. The pass rates are over the
+    defect tasks; no-bug controls get their own table (pass, changed, broke), and a run at several
+    information rungs a table by rung.
 """
 
 from __future__ import annotations
@@ -100,7 +103,10 @@ def load_folder(folder: Path) -> dict:
         for r in raw:
             traj = _read_json(p) if (p := _inside(folder, r.get("trajectory"))) else {}
             report = traj.get("report") if isinstance(traj.get("report"), dict) else None
-            rows.append({"id": f"{r.get('task')} s{r.get('sample')}", "task": r.get("task"),
+            rung = r.get("rung") if isinstance(r.get("rung"), str) else "full"
+            at = "" if rung == "full" else f" [{rung}]"
+            rows.append({"id": f"{r.get('task')}{at} s{r.get('sample')}", "task": r.get("task"),
+                         "rung": rung, "control": r.get("control") is True, "changed": r.get("changed"),
                          "verdict": r.get("label"), "stage": r.get("failed_stage"),
                          "reason": (report or {}).get("reason") or r.get("error") or r.get("refusal") or "",
                          "cpu_s": r.get("grade_cpu_s") or 0.0, "report": report,
@@ -199,6 +205,46 @@ def _pass_tables(rows: list[dict]) -> str:
         out.append(f'<tr><td>{esc(stage)}</td><td class="n">{k}</td></tr>')
     out.append("</table>")
     return "".join(out)
+
+
+def _rate(k: int, n: int, bad: bool = False) -> str:
+    return f"{_bar(k / n, bad)} {100 * k / n:.1f}%" if n else "-"
+
+
+def _rungs_table(rows: list[dict]) -> str:
+    """Pass rate by information rung (defect tasks only), when the run has a rung besides full."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(str(r.get("rung") or "full"), []).append(r)
+    if set(by) <= {"full"}:
+        return ""
+    out = ["<h2>Pass rate by information rung</h2><table><tr><th>rung</th><th>graded</th><th>pass</th>"
+           "<th>pass rate</th></tr>"]
+    for rung, rs in sorted(by.items()):
+        p = sum(r["verdict"] == "pass" for r in rs)
+        out.append(f'<tr><td>{esc(rung)}</td><td class="n">{len(rs)}</td><td class="n">{p}</td>'
+                   f"<td>{_rate(p, len(rs))}</td></tr>")
+    return "".join(out) + "</table>"
+
+
+def _controls_table(rows: list[dict]) -> str:
+    """No-bug controls: the clean design was given; pass, changed (an edit) and broke, per control."""
+    if not rows:
+        return ""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(str(r["task"]), []).append(r)
+    out = ["<h2>No-bug controls</h2><p class='muted'>The clean design was given; a control passes when "
+           "the submission is still correct. Never counted in the pass rates above.</p><table><tr>"
+           "<th>control</th><th>graded</th><th>pass</th><th>changed the design</th><th>broke it</th></tr>"]
+    for task, rs in [*sorted(by.items()), ("all", rows)]:
+        n = len(rs)
+        p = sum(r["verdict"] == "pass" for r in rs)
+        sub = [r for r in rs if isinstance(r.get("changed"), bool)]
+        ch = sum(r["changed"] for r in sub)
+        out.append(f'<tr><td>{esc(task)}</td><td class="n">{n}</td><td>{_rate(p, n)}</td>'
+                   f"<td>{_rate(ch, len(sub), True)}</td><td>{_rate(n - p, n, True)}</td></tr>")
+    return "".join(out) + "</table>"
 
 
 def _gap(data: dict) -> str:
@@ -338,18 +384,22 @@ def _passing_transcripts(data: dict) -> str:
 
 
 def render(data: dict) -> str:
-    rows = data["rows"]
+    controls = [r for r in data["rows"] if r.get("control") is True]
+    rows = [r for r in data["rows"] if r.get("control") is not True]
     n = len(rows)
     passed = sum(r["verdict"] == "pass" for r in rows)
     title = f"cdc_env {data['kind']} results: {data['folder'].name}"
     head = (f"<p class='muted'>{esc(data['kind'])} folder {esc(str(data['folder']))}</p>"
             f"<p><b>{n}</b> graded, <b class='pass'>{passed}</b> pass "
-            f"({100 * passed / n:.1f}%), {sum(r['verdict'] == 'overfit' for r in rows)} overfit.</p>")
+            f"({100 * passed / n:.1f}%), {sum(r['verdict'] == 'overfit' for r in rows)} overfit."
+            f"{f' Plus {len(controls)} no-bug control rollouts.' if controls else ''}</p>") if n else (
+            f"<p>{len(controls)} no-bug control rollouts, no defect task.</p>")
     csp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{esc(title)}</h1>{head}{_pass_tables(rows)}{_gap(data)}{_cost(rows)}"
+            f"<h1>{esc(title)}</h1>{head}{_pass_tables(rows) if rows else ''}{_rungs_table(rows)}"
+            f"{_controls_table(controls)}{_gap(data)}{_cost(data['rows'])}"
             f"{_failing(data)}{_passing_transcripts(data)}</body></html>\n")
 
 

@@ -186,6 +186,11 @@ def test_eval_runs_every_rung_and_the_grade_does_not_change(server, tmp_path):
         assert json.loads((out / r["trajectory"]).read_text())["rung"] == r["rung"]
     md = (out / "summary.md").read_text()
     assert "| rung |" in md and "| minimal |" in md
+    from cdc_env.report_html import write_report
+
+    page = write_report(out).read_text()
+    assert "Pass rate by information rung" in page and "handshake [minimal] s0" in page
+    assert "No-bug controls" not in page
 
 
 @needs_icarus
@@ -209,6 +214,11 @@ def test_eval_reports_controls_apart_with_over_editing(server, tmp_path):
     assert (c["changed_rate"], c["broke_rate"], c["pass_rate"]) == (1.0, 0.0, 1.0)
     assert summary["overall"]["rollouts"] == 0
     assert "No-bug controls" in (tmp_path / "oneshot-correct" / "summary.md").read_text()
+    from cdc_env.report_html import write_report
+
+    page = write_report(tmp_path / "oneshot-correct").read_text()
+    assert "No-bug controls" in page and "3 no-bug control rollouts, no defect task" in page
+    assert "Pass rate by task" not in page
 
 
 # ---------------------------------------------------------------------- front ends: a rung per episode
