@@ -360,8 +360,9 @@ class CdcRepairEnv:
         return self._contract, None
 
     def _submit(self) -> dict:
-        return (self._grader or grade)(self.task, self._design, sim=self.sim, hidden=self.hidden,
-                                       gate=self.gate, sandbox=self.sandbox)
+        report = (self._grader or grade)(self.task, self._design, sim=self.sim, hidden=self.hidden,
+                                         gate=self.gate, sandbox=self.sandbox)
+        return {**report, "rung": self.episode_rung}  # what the episode was told; the grade is the same
 
     def _run_visible(self) -> tuple[str, str | None]:
         if self._sim_runs >= self.max_sim_runs:

@@ -39,7 +39,7 @@ SCHEMA_VERSION = 1
 REPORT_KEYS = ("schema_version", "task", "family", "simulator", "settle", "sandbox", "unsafe_no_sandbox",
                "sandbox_selftest", "accounting", "cdc_env_version", "python", "submission_sha256", "stages",
                "findings", "seeds", "verdict", "reward", "failed_stage", "overfit", "reason", "disabled",
-               "batch_policy", "fingerprints", "netlist", "cpu_s", "wall_s", "peak_rss_kb")
+               "batch_policy", "fingerprints", "netlist", "cpu_s", "wall_s", "peak_rss_kb", "control")
 
 
 def sha256(text: str | bytes) -> str:
@@ -158,7 +158,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         first_selftest = sandbox and selftest.cache_info().currsize == 0
         box = selftest() if sandbox else None
         report = Report(
-            schema_version=SCHEMA_VERSION, task=task.id, family=task.family,
+            schema_version=SCHEMA_VERSION, task=task.id, family=task.family, control=task.control or None,
             simulator={"name": simulator.name, "version": simulator.version(),
                        **({"choice": choice} if choice else {})},
             settle=settle, sandbox=sandbox, unsafe_no_sandbox=not sandbox,
@@ -182,7 +182,7 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         report.reason, report.overfit = reason, v == "overfit"
         report.cpu_s = round(cost["child_cpu"] + meter.total(), 3)
     report.wall_s = round(time.monotonic() - t0, 3)
-    report._keys = tuple(k for k in REPORT_KEYS if k not in ("fingerprints", "netlist")
+    report._keys = tuple(k for k in REPORT_KEYS if k not in ("fingerprints", "netlist", "control")
                          or getattr(report, k) is not None)
     return report.to_dict()
 

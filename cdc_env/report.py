@@ -132,6 +132,8 @@ class Report(_Record):
     sandbox_selftest: str | None = None
     accounting: dict[str, Any] | None = None
     batch_policy: str | None = None
+    control: bool | None = None
+    rung: str | None = None
     _keys: tuple[str, ...] = field(default=(), repr=False, compare=False)
     _extra: dict[str, Any] = _private()
 

@@ -15,6 +15,7 @@ from cdc_env import CdcRepairEnv
 from cdc_env.errors import CdcError
 from cdc_env.grade import grade
 from cdc_env.prompts import oneshot_prompt, task_prompt
+from cdc_env.report import validate_report
 from cdc_env.rungs import RUNGS, primitives, report, sections
 from cdc_env.task import list_controls, list_tasks, load_task
 
@@ -121,6 +122,8 @@ def test_control_is_graded_like_its_task():
         assert env.design == base.clean_text
         kept = env.step("submit", {})
         assert (kept["reward"], kept["report"]["verdict"]) == (1, "pass")  # unchanged and correct
+        assert (kept["report"]["control"], kept["report"]["rung"]) == (True, "minimal")
+        validate_report(kept["report"])  # the report schema knows both fields
         env.reset()
         assert env.episode_rung == "full"
         env.step("write", {"path": ctl.editable, "content": base.defective_text})
@@ -130,6 +133,7 @@ def test_control_is_graded_like_its_task():
     for text in (base.clean_text, base.defective_text):
         a, b = grade(ctl, text, hidden=HIDDEN), grade(base, text, hidden=HIDDEN)
         assert (a["verdict"], a["findings"]) == (b["verdict"], b["findings"])
+        assert a["control"] is True and "control" not in b and "rung" not in a
 
 
 @pytest.fixture(scope="module")
