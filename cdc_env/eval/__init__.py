@@ -13,15 +13,23 @@ The package, one concern a module:
 
 ``run_eval(settings, out_dir)`` first runs the controls (``cdc_env.fixtures.run_controls``: correct
 fixes must pass, hacks must be caught; if one misbehaves nothing is written and no model is
-called), then runs ``samples`` rollouts per task, ``concurrency`` at a time, through the official
-``openai`` client, and leaves in ``out_dir``:
+called), then runs ``samples`` rollouts per task and information rung (``settings.rungs``,
+cdc_env.rungs), ``concurrency`` at a time, through the official ``openai`` client, and leaves in
+``out_dir``:
 
-    results.jsonl      one row per finished rollout (``ROW_FIELDS`` and a few more)
+    results.jsonl      one row per finished rollout (``ROW_FIELDS`` and a few more: ``rung``,
+                       ``control``, ``changed`` -- the submission differs from the given design)
     metadata.json      versions, seeds, settings, the endpoint without secrets, the controls
-    summary.json/.md   pass rate by task and family, overfit rate, structural-validity gap,
-                       unbiased pass@k, refusals, parse failures, endpoint errors
-    rollouts/<task>/s<k>/trajectory.json   the conversation, each tool step, the submission and
-                       the grade report(s): the evidence to re-grade without re-running the model
+    summary.json/.md   pass rate by task, family and rung, overfit rate, structural-validity gap,
+                       unbiased pass@k (per task and rung), refusals, parse failures, endpoint
+                       errors; the no-bug controls (``<family>_control`` tasks) apart, with their
+                       over-editing rate (changed, broke), never in a defect task's rate
+    rollouts/<task>/[<rung>-]s<k>/trajectory.json   the conversation, each tool step, the
+                       submission and the grade report(s): the evidence to re-grade without
+                       re-running the model (no rung prefix at full)
+
+The "controls" run first are the grader's own fixture controls (a correct fix passes, a hack is
+caught); the no-bug control *tasks* are ordinary rollouts.
 
 Two modes:
     oneshot: one request (bug report, the editable file, the timing contract, the answer format);
