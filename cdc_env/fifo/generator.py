@@ -22,7 +22,8 @@ The defect (``shape``) is one way of crossing a pointer that is not Gray coded:
   dst_gray      the binary write count through ``cdc_sync_bus``, Gray conversion after it
   rd_binary     (extra shape) the binary read count crossing into the write domain
   early_publish (extra shape) the write pointer advances one write cycle before the word is
-                stored (a pipelined memory write)
+                stored (a pipelined memory write); caught through cdc_ram's storage model (a
+                read of an entry written less than two read cycles earlier may see old bits)
   reset_domain  (extra shape) the read side's pointer registers are reset by the write domain's
                 reset (its release is asynchronous to the read clock)
 
@@ -102,6 +103,8 @@ class FifoParams:
     wr_block: int = 0  # >0: the writer reserves space in blocks of this many words (see below)
     fast: str = "either"  # which side is the fast clock on the seeds: "a" (writer), "b" or "either"
     heldout: bool = False
+    ratio_max: float = 16.0  # the seeds' largest clock ratio (fast:slow)
+    low_band: float = 0.0  # share of seeds drawn from ratios 1:1-2:1 (0: log-uniform over the range)
 
     @property
     def depth(self) -> int:
@@ -122,6 +125,10 @@ class FifoParams:
             raise CdcError(f"bad module name '{self.module}'")
         if self.fast not in ("a", "b", "either"):
             raise CdcError("fast must be a, b or either")
+        if not 1.0 <= self.ratio_max <= 16.0:
+            raise CdcError("ratio_max must be 1..16")
+        if not 0.0 <= self.low_band < 1.0:
+            raise CdcError("low_band must be 0..1")
         if not 0 <= self.wr_block < self.depth:
             raise CdcError(f"wr_block must be 0..{self.depth - 1}")
         bad = [e for e in self.extras if e not in EXTRAS]
@@ -130,6 +137,9 @@ class FifoParams:
 
     def to_json(self) -> str:
         d = asdict(self)
+        for key, default in (("ratio_max", 16.0), ("low_band", 0.0)):
+            if d[key] == default:  # defaults are left out: older variants' manifests stay as they are
+                del d[key]
         return json.dumps(d, sort_keys=True)
 
     @classmethod
@@ -681,7 +691,7 @@ words waiting are read within 64 slow-clock cycles; `{n['full']}` never stays hi
 every port{extra} stay as they are. The storage is the provided `cdc_ram`, and every other signal
 that crosses between the domains goes through a provided synchronizer; all the crossings into
 one domain together change at most one bit per clock edge of the other domain (the grader
-checks this). {clocks}, by up to 16:1, with any phase (equal clocks included).
+checks this). {clocks}, by up to {p.ratio_max:g}:1, with any phase (equal clocks included).
 {status}
 
 **What you may change.** Only `{p.module}.v`. Read the synchronizers' timing contract with the
@@ -721,8 +731,8 @@ reset = "{n['rrst']}"
 [seeds]
 fast = "{p.fast}"
 ratio_min = 1.0
-ratio_max = 16.0
-low_band = 0.0
+ratio_max = {p.ratio_max:.1f}
+low_band = {p.low_band}
 run_slow_cycles = {p.run_slow_cycles}
 hidden_count = 200
 visible = [{", ".join(str(s) for s in p.visible)}]  # see cdc_env/fifo/variants.py for how they were chosen

@@ -112,7 +112,8 @@ def load_model(task: Task) -> CostModel:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     try:
-        m = _model_from(json.loads(SHIPPED_MODELS.read_text())["models"][task.id])
+        # a no-bug control grades its task's designs: it shares the task's shipped model
+        m = _model_from(json.loads(SHIPPED_MODELS.read_text())["models"][task.base or task.id])
         if m is not None:
             return CostModel(**{**asdict(m), "source": f"shipped with the package ({m.source})"})
     except (OSError, ValueError, KeyError, TypeError):
