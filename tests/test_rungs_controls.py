@@ -267,3 +267,31 @@ def test_http_and_openenv_start_an_episode_at_a_rung():
             assert (out["rung"], out["control"]) == ("symptom", True)
             done = env.step("submit", {})  # the clean design, unchanged: correct
             assert done["reward"] == 1
+
+
+# ---------------------------------------------------------------------- fifo_x_early
+
+
+@needs_icarus
+@needs_bwrap
+def test_early_publish_fix_that_keeps_the_registered_write_passes():
+    """The unusual fix: keep the pipelined memory write, publish the pointer one cycle later (in the
+    cycle its word is stored). It passes where the shipped defect is caught."""
+    task = load_task("fifo_x_early")
+    given = task.defective_text
+    sync = ".d_i(wr_ptr_gray_q), .q_o(wr_ptr_sync_rclk)"
+    assert given.count(sync) == 1
+    publish = (
+        "  // Fix: the pointer is published in the cycle its word is stored.\n"
+        "  reg  [4:0] wr_ptr_pub_q;\n"
+        "  always @(posedge clk_wr_i or negedge rst_wr_ni)\n"
+        "    if (!rst_wr_ni) wr_ptr_pub_q <= 0;\n"
+        "    else wr_ptr_pub_q <= wr_ptr_gray_q;\n\n"
+    )
+    fixed = given.replace(sync, ".d_i(wr_ptr_pub_q), .q_o(wr_ptr_sync_rclk)").replace(
+        "  // ---------------- crossings", publish + "  // ---------------- crossings"
+    )
+    bad = grade(task, given, hidden=24)
+    assert bad["verdict"] == "fail" and bad["seeds"]["visible"]["failed"]  # caught on visible seeds
+    good = grade(task, fixed, hidden=24)
+    assert (good["verdict"], good["findings"]) == ("pass", [])
