@@ -87,9 +87,9 @@ def design_text(task: Task, kind: str) -> str:
     if kind in ("reference", "defective"):
         return task.design(kind)
     if kind == "raw_crossing":
-        return raw_crossing(task.defective_text)
+        return raw_crossing(task.given_text)
     if kind == "compile_error":
-        return compile_error(task.defective_text)
+        return compile_error(task.given_text)
     raise CdcError(f"unknown design kind '{kind}' (known: {', '.join(DESIGN_KINDS)})")
 
 

@@ -108,6 +108,18 @@ def test_cli_lists_controls_and_shows_rungs():
     assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_every_control_design_passes_the_static_gate_with_no_finding():
+    """A control's reward 1 for the unchanged design rests on this: the clean design the control
+    gives is accepted by the gate as it stands (a family whose clean design draws a finding, even a
+    warning, fails here rather than handing out controls an agent must edit to pass)."""
+    pytest.importorskip("pyslang", reason="the static gate needs pyslang")
+    from cdc_env.gate import run_gate
+
+    for c in list_controls():
+        g = run_gate(c, c.files(c.given_text))
+        assert (c.id, g.status, g.findings) == (c.id, "pass", [])
+
+
 # ---------------------------------------------------------------------- graded (Icarus, bubblewrap)
 
 
