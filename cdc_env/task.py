@@ -92,10 +92,9 @@ class Task:
 
     @property
     def bug_report_text(self) -> str:
-        """What the agent reads at the ``full`` rung (cdc_env.rungs.report for the others)."""
-        from .rungs import report  # noqa: PLC0415 -- rungs imports this module
-
-        return report(self, "full")
+        """The bug report file as written. What the agent reads -- at a rung, and for a no-bug
+        control the review request -- is ``cdc_env.rungs.report(task, rung)``."""
+        return self.text(self.bug_report)
 
     def design(self, kind: str) -> str:
         """The text of one of the task's designs: ``defective`` (the design the agent is given),
