@@ -12,7 +12,8 @@ harness that wants to match the published numbers.
 
 Every prompt takes a ``rung`` (cdc_env.rungs: ``full``, ``symptom``, ``minimal``), which chooses
 the bug report and title. A no-bug control is introduced by the id of the task it derives from,
-so that its name does not give it away.
+so that its name does not give it away; at the symptom and minimal rungs every task is named by
+its top module (task_name).
     REMINDER               what the eval harness says once when a reply has no tool call.
 
 Not covered: chat templates and tool-call formats (the harness's job).
@@ -36,9 +37,16 @@ REMINDER = ("Your reply had no tool call. Work through the tools: write the repa
             "{editable} is submitted as it is.")
 
 
+def task_name(task: Task, rung: str = DEFAULT_RUNG) -> str:
+    """The name a prompt gives the task: its id at ``full`` (a no-bug control: its task's id, so
+    the name does not give it away), its top module's name at the other rungs (an id such as
+    ``fifo_x_rdbin`` would name the crossing)."""
+    return (task.base or task.id) if rung == "full" else task.top
+
+
 def _head(task: Task, rung: str) -> str:
-    """``Task: <id> -- <title>`` and the bug report at ``rung``."""
-    return f"Task: {task.base or task.id} -- {title(task, rung)}\n\n{report(task, rung).strip()}"
+    """``Task: <name> -- <title>`` and the bug report at ``rung``."""
+    return f"Task: {task_name(task, rung)} -- {title(task, rung)}\n\n{report(task, rung).strip()}"
 
 
 def task_prompt(task: Task, max_steps: int = 30, max_sim_runs: int = 6, rung: str = DEFAULT_RUNG) -> str:

@@ -28,8 +28,9 @@ A reply (one JSON object) holds any of:
     ``delay_s``: seconds to wait before a reply (for client time-outs).
     ``fail_first``: HTTP statuses (429, 500, ...) answered, with ``Retry-After: 0``, to the first
         attempts at this very request before the reply is sent.
-The task comes from the conversation's first user message (``Task: <id>``), which both the
-one-shot prompt and ``CdcRepairEnv.reset()`` begin with.
+The task comes from the conversation's first user message (``Task: <id>``, or at the symptom and
+minimal rungs ``Task: <top module>`` of a public task), which both the one-shot prompt and
+``CdcRepairEnv.reset()`` begin with.
 
 Every request body is recorded (``StandinServer.requests``, and a JSONL file with ``log``) so that
 tests can check on the server side what the model was shown -- e.g. that no grade report ever
@@ -56,7 +57,7 @@ from pathlib import Path
 from . import paths
 from .errors import CdcError
 from .scripted import design_text
-from .task import Task, load_task
+from .task import Task, list_tasks, load_task
 
 HOST = "127.0.0.1"
 _MAX_BODY = 8 << 20
@@ -90,13 +91,16 @@ def _text_of(message: dict) -> str:
 
 
 def task_of(messages: list[dict]) -> Task:
-    """The task a conversation is about: ``Task: <id>`` at the start of its first user message."""
+    """The task a conversation is about: ``Task: <name>`` at the start of its first user message --
+    a task id, or at the symptom and minimal rungs the top module of a public task
+    (cdc_env.prompts.task_name)."""
     for m in messages:
         if m.get("role") == "user":
             first = _text_of(m).lstrip().split("\n", 1)[0]
             if first.startswith("Task:"):
                 name = first[len("Task:"):].split()[0] if first[len("Task:"):].split() else ""
-                return load_task(name)
+                by_top = next((t for t in list_tasks() if t.top == name), None)
+                return load_task(name) if by_top is None else by_top
             break
     raise CdcError("the stand-in finds no 'Task: <id>' line at the start of the first user message")
 

@@ -67,7 +67,25 @@ def test_a_control_never_says_it_is_one(rung):
     for c in list_controls():
         for text in (task_prompt(c, rung=rung), oneshot_prompt(c, rung)):
             assert "no bug" not in text.lower() and "_control" not in text
-            assert text.startswith(f"Task: {c.base} -- ")
+            assert text.startswith(f"Task: {c.base if rung == 'full' else c.top} -- ")
+
+
+@pytest.mark.parametrize("rung", ["symptom", "minimal"])
+def test_below_full_no_task_id_names_the_crossing(rung):
+    for t in all_tasks():
+        for text in (task_prompt(t, rung=rung), oneshot_prompt(t, rung)):
+            assert text.startswith(f"Task: {t.top} -- ")
+            assert "rdbin" not in text and "x_early" not in text  # ids that name the defect
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_the_standin_finds_the_task_at_every_rung(rung):
+    pytest.importorskip("openai", reason="the stand-in ships with the eval extra")
+    from cdc_env.standin import task_of
+
+    for t in all_tasks():
+        found = task_of([{"role": "user", "content": task_prompt(t, rung=rung)}])
+        assert found.id == (t.base or t.id)  # a control's prompt names its task, at every rung
 
 
 def test_storage_primitive_only_where_the_design_stores():
@@ -247,7 +265,7 @@ def test_gym_reset_takes_a_rung_and_a_control():
     env = CdcGymEnv("handshake", sandbox=False)
     obs, info = env.reset(options={"task": "handshake_control", "rung": "minimal"})
     assert (info["rung"], info["control"], info["task"]) == ("minimal", True, "handshake_control")
-    assert obs.startswith("Task: handshake -- Review the clock-domain crossings of hs_top")
+    assert obs.startswith("Task: hs_top -- Review the clock-domain crossings of hs_top")
     obs, info = env.reset()
     assert (info["rung"], info["control"]) == ("full", False)
     with pytest.raises(CdcError, match="unknown rung"):
