@@ -325,3 +325,16 @@ def test_early_publish_fix_that_keeps_the_registered_write_passes():
     assert bad["verdict"] == "fail" and bad["seeds"]["visible"]["failed"]  # caught on visible seeds
     good = grade(task, fixed, hidden=24)
     assert (good["verdict"], good["findings"]) == ("pass", [])
+
+
+@needs_icarus
+@needs_bwrap
+@pytest.mark.parametrize("agent", ["correct_fix", "raw_crossing", "compile_error"])
+def test_scripted_agents_on_fifo_x_early(agent):
+    """The new variant under the scripted agents (`cdc-env scripted --task fifo_x_early` runs all
+    six): the reference fix scores, a raw crossing is refused by the gate, a syntax error fails the
+    build."""
+    from cdc_env.scripted import load_agents, run_agent
+
+    run = run_agent(load_agents()[agent], "fifo_x_early", hidden=HIDDEN)
+    assert run.outcome == "ok", run.problems
