@@ -518,7 +518,7 @@ def _file_sha256(path: Path) -> str:
 
 def run_batch(run: BatchRun, backend: Backend) -> dict:
     """Read, resume, grade on ``backend`` (started here, closed here), write; return the summary."""
-    from .task import list_tasks
+    from .task import control_ids, list_tasks
 
     pred = Path(run.predictions)
     if not pred.is_file():
@@ -542,7 +542,7 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
                            + ", ".join(f"{k} {before.get(k)!r} -> {settings[k]!r}" for k in changed))
     run_json.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
 
-    known = {t.id for t in list_tasks()}
+    known = {t.id for t in list_tasks()} | set(control_ids())  # no-bug controls grade like any task
     # Pass 1: bad lines and the ids (no submission is kept in memory).
     bad: list[BadLine] = []
     ids: set[str] = set()
