@@ -22,7 +22,7 @@ DESIGN_KINDS = ("defective", "reference", "clean")
 class Domain:
     name: str  # "a" or "b": the testbench's clk_a/rst_an or clk_b/rst_bn
     clock: str  # the top module's clock port
-    reset: str  # the top module's active-low reset port
+    reset: str  # the top module's active-low reset port ("": none; see Task.async_resets)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Task:
     # Whether the design may hold words in the cdc_ram storage primitive (gate rule CDC-MEM). None:
     # the task declares it by its own design -- storage exactly when the shipped design uses cdc_ram.
     storage: bool | None = None
+    # Active-low reset inputs asynchronous to both clocks (the reset-domain family): each domain
+    # makes its own reset from them through cdc_sync_reset (gate rule CDC-RESET).
+    async_resets: tuple[str, ...] = ()
 
     def path(self, rel: str) -> Path:
         return self.dir / rel
@@ -125,7 +128,7 @@ def load_task(name_or_path: str | Path) -> Task:
         raise CdcError(f"{manifest}: cannot read manifest: {exc}") from None
     s = _req(m, "seeds", manifest)
     domains = tuple(
-        Domain(name=k, clock=_req(v, "clock", manifest), reset=_req(v, "reset", manifest))
+        Domain(name=k, clock=_req(v, "clock", manifest), reset=str(v.get("reset", "")))
         for k, v in sorted(_req(m, "clocks", manifest).items())
     )
     if [d.name for d in domains] != ["a", "b"]:
@@ -161,7 +164,10 @@ def load_task(name_or_path: str | Path) -> Task:
         cross_memories=tuple(m.get("cross_memories", [])),
         heldout=bool(m.get("heldout", False)),
         storage=bool(m["storage"]) if "storage" in m else None,
+        async_resets=tuple(str(x) for x in m.get("async_resets", [])),
     )
+    if any(not d.reset for d in domains) and not task.async_resets:
+        raise CdcError(f"{manifest}: a domain without a reset input needs async_resets")
     for rel in (task.editable, task.testbench, task.bug_report, task.reference, task.clean, *task.sources):
         if not task.path(rel).is_file():
             raise CdcError(f"{manifest}: file '{rel}' named in the manifest is missing")
