@@ -38,6 +38,7 @@ from .fifo.generator import write_files
 
 SHAPES = ("raw", "wrong", "rdc")
 LEAVE_MAX = 5  # own-clock edges after a release by which a machine must have left its reset state
+UP_MAX = 40  # peer_up_o rises within this many of its own clock's edges after a release
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,45 @@ def _domain_block(p: RstParams, d: str) -> str:
 """
 
 
+def _up_block(p: RstParams) -> str:
+    d, o = p.dom, _other(p.dom)
+    return f"""
+  // ---------------- domain {d} is up: a level into domain {o} ----------------
+  reg up_{d}_q;
+  always @(posedge clk_{d}_i or negedge rst_{d}_n) begin
+    if (!rst_{d}_n) up_{d}_q <= 1'b0;
+    else up_{d}_q <= 1'b1;
+  end
+  cdc_sync_bit u_up_sync (.clk_i(clk_{o}_i), .rst_ni(rst_{o}_n), .d_i(up_{d}_q), .q_o(peer_up_o));
+"""
+
+
+def _tb_up(p: RstParams) -> str:
+    o = _other(p.dom)
+    return f"""
+  // peer_up_o (domain {o}): domain {p.dom} is out of reset, sampled 2 ps after each clk_{o} edge.
+  reg        up_seen = 1'b0;     // peer_up_o rose since the latest release
+  reg [31:0] up_wait = 32'd0;    // samples since the latest release without peer_up_o
+  always @(posedge clk_{o}) if (on && !run_over) begin
+    #2;
+    fold({{32'd3, 31'd0, peer_up_o}});
+    note_check;
+    if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
+    if (!arst_n || asserted_up) begin
+      if (!arst_n && peer_up_o !== 1'b0) tb_fail("peer_up_o high while arst_ni is low");
+      asserted_up = 1'b0;
+      up_seen = 1'b0;
+      up_wait = 32'd0;
+    end else if (peer_up_o) up_seen = 1'b1;
+    else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
+    else begin
+      up_wait = up_wait + 32'd1;
+      if (up_wait > {UP_MAX}) tb_fail("peer_up_o did not rise within {UP_MAX} clk_{o} cycles of a release");
+    end
+  end
+"""
+
+
 def _resets(p: RstParams, kind: str) -> str:
     lines = ["  // ---------------- resets ----------------", "  wire rst_a_n, rst_b_n;"]
     for d in ("a", "b"):
@@ -163,9 +203,10 @@ module {p.module} (
   input  wire       clk_b_i,
   input  wire       arst_ni,
   output wire [{ma.width - 1}:0] {p.out("a")},
-  output wire [{mb.width - 1}:0] {p.out("b")}
+  output wire [{mb.width - 1}:0] {p.out("b")},
+  output wire       peer_up_o
 );
-{_resets(p, kind)}{_domain_block(p, "a")}{_domain_block(p, "b")}endmodule
+{_resets(p, kind)}{_domain_block(p, "a")}{_domain_block(p, "b")}{_up_block(p)}endmodule
 """
 
 
@@ -232,6 +273,7 @@ module rst_tb;
   reg        arst_n = 1'b1;
   reg        on = 1'b0;         // checking has begun (the first release of arst_n is done)
   reg        asserted_a = 1'b0, asserted_b = 1'b0;  // arst_n fell since the domain's latest sample
+  reg        asserted_up = 1'b0;
   reg [31:0] rng_r;
   reg [31:0] pulses;
   reg [63:0] slow, gap;
@@ -239,15 +281,17 @@ module rst_tb;
   integer    k;
   wire [{p.machine("a").width - 1}:0] {p.out("a")};
   wire [{p.machine("b").width - 1}:0] {p.out("b")};
+  wire       peer_up_o;
 
   {p.module} dut (
     .clk_a_i(clk_a), .clk_b_i(clk_b), .arst_ni(arst_n),
-    .{p.out("a")}({p.out("a")}), .{p.out("b")}({p.out("b")})
+    .{p.out("a")}({p.out("a")}), .{p.out("b")}({p.out("b")}), .peer_up_o(peer_up_o)
   );
 
   always @(negedge arst_n) begin
     asserted_a = 1'b1;
     asserted_b = 1'b1;
+    asserted_up = 1'b1;
   end
 
   // A delay in [lo, lo + span) picoseconds, even (releases and assertions never share a clock edge's time).
@@ -276,7 +320,7 @@ module rst_tb;
       arst_n = 1'b1;
     end
   end
-{_tb_domain(p, "a")}{_tb_domain(p, "b")}
+{_tb_domain(p, "a")}{_tb_domain(p, "b")}{_tb_up(p)}
   task final_check;
     begin
       if (!on) tb_fail("arst_ni was never released");

@@ -762,8 +762,11 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             continue
         for p in FLOP_INPUTS:
             bits = net.conn(cell, p)
-            if p in ASYNC_PORTS.get(net.type(cell), ()):  # a reset on an asynchronous control: CDC-RESET's
-                bits = [b for b in bits if not _is_reset(a, _through_inverters(net, b))]
+            if p in ASYNC_PORTS.get(net.type(cell), ()):
+                # A released reset's timing is the late-release model's (in simulation), not a
+                # crossing: an asynchronous reset input or a cdc_sync_reset output is let through
+                # here; a declared domain's reset input still counts as that domain's.
+                bits = [b for b in bits if not _model_reset(a, _through_inverters(net, b))]
             out.extend(_cone_violation(a, bits, dom, f"'{_flop_name(net, cell)}'", cell, sync_srcs, rewired))
     outputs = ports.outputs if ports else {}
     for pname, p in net.module.get("ports", {}).items():
@@ -798,6 +801,11 @@ def _is_reset(a: Analysis, b) -> bool:
     return b in a.reset_of or _sync_reset_dom(a, b) is not None
 
 
+def _model_reset(a: Analysis, b) -> bool:
+    """``b`` is an asynchronous reset input (task.toml async_resets) or a cdc_sync_reset's output."""
+    return a.reset_of.get(b) == ASYNC or _sync_reset_dom(a, b) is not None
+
+
 def _through_inverters(net: Netlist, b):
     """``b`` traced back through inverters ($not, $logic_not of one bit): the bit they invert."""
     for _ in range(64):
@@ -812,10 +820,16 @@ def _through_inverters(net: Netlist, b):
 
 
 def _reset_findings(a: Analysis, resets: dict[str, str]) -> list[dict]:
-    """CDC-RESET: every asynchronous control of a flop (reset, set, load) comes from the reset input
-    of the flop's own domain or from a cdc_sync_reset clocked by that domain (inverters allowed);
-    a cdc_sync_reset's rst_ni comes from a reset input of the top (any domain, or an asynchronous
-    one) or from another cdc_sync_reset."""
+    """CDC-RESET: every asynchronous control of a flop (reset, set, load) is a reset -- a reset input
+    of the top or a cdc_sync_reset's rst_no, through inverters at most -- never data, a flop or other
+    logic; a cdc_sync_reset's rst_ni is a reset input of the top (any domain, or an asynchronous
+    one) or another cdc_sync_reset's rst_no, connected directly.
+
+    Which reset a flop uses is timing, not structure: a reset released on another clock's timing
+    (an asynchronous reset input used raw, a cdc_sync_reset of the other clock) passes here and
+    meets the late-release model in simulation, as a binary count through cdc_sync_bus meets late
+    settling. A declared domain's reset input used in the other domain stays a crossing (CDC-RAW,
+    the cone check in ``check``)."""
     net = a.net
     out = []
     own = {d: p for p, d in resets.items() if d != ASYNC}
@@ -841,20 +855,16 @@ def _reset_findings(a: Analysis, resets: dict[str, str]) -> list[dict]:
             for b in net.conn(cell, port):
                 if not isinstance(b, int):
                     continue  # a constant: no asynchronous control at all
-                src = _through_inverters(net, b)
-                if a.reset_of.get(src) == dom or _sync_reset_dom(a, src) == dom:
+                if _is_reset(a, _through_inverters(net, b)):
                     continue
                 file, line = net.where(cell, b)
                 want = f"'{own[dom]}'" if dom in own else "a cdc_sync_reset clocked by it"
-                rdom = a.reset_of.get(src) or _sync_reset_dom(a, src)
-                why = ("an asynchronous reset input: its release is not synchronized to the clock"
-                       if rdom == ASYNC else
-                       f"the reset of domain {rdom}: it is released on that domain's timing" if rdom else
-                       "not a reset")
-                out.append(finding("CDC-RESET", f"'{_flop_name(net, cell)}' (domain {dom}) is reset "
-                                   f"asynchronously ({port}) by '{net.name(src)}', {why}; reset a flop of "
-                                   f"domain {dom} from {want} (cdc_sync_reset makes a domain's reset from "
-                                   "any reset input)", file=file, line=line))
+                how = "reset" if port in ("ARST", "CLR") else "set" if port == "SET" else "loaded"
+                out.append(finding("CDC-RESET", f"'{_flop_name(net, cell)}' (domain {dom}) is {how} "
+                                   f"asynchronously ({port}) by '{net.name(b)}', which is not a reset input "
+                                   "nor a cdc_sync_reset output: an asynchronous control acts at once, so "
+                                   f"data or logic there is a crossing or a glitch; reset it from {want} and "
+                                   "move the rest into the clocked logic", file=file, line=line))
                 break
     return out
 
