@@ -349,7 +349,10 @@ and ordinary simulation never shows it.
 (`{p.out("a")}` = {ma.reset}, `{p.out("b")}` = {mb.reset}), from the moment it falls. After `arst_ni`
 rises, each machine stays in its reset state for at most {LEAVE_MAX} cycles of its own clock and
 from then on takes its next state on every cycle of its own clock: it never shows any other
-state. The port list and the meaning of every port stay as they are. Both clocks may be anywhere
+state. `peer_up_o` (domain {_other(p.dom)}: domain {p.dom} is out of reset) is low while `arst_ni` is low,
+rises within {UP_MAX} cycles of `clk_{_other(p.dom)}_i` after `arst_ni` rises and does not fall while
+`arst_ni` stays high. No output is ever X or Z. The port list and the meaning of every port stay
+as they are. Both clocks may be anywhere
 from equal to 4:1 (either side faster), with any phase.
 
 **What you may change.** Only `{p.module}.v`. Every flop's asynchronous reset must be released in
