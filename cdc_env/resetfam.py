@@ -37,7 +37,9 @@ from .errors import CdcError
 from .fifo.generator import write_files
 
 SHAPES = ("raw", "wrong", "rdc")
-LEAVE_MAX = 5  # own-clock edges after a release by which a machine must have left its reset state
+# Own-clock samples after a release by which a machine must have left its reset state: a reset
+# synchronized on the other clock (4 times slower at most) takes up to 3 of its edges.
+LEAVE_MAX = 16
 UP_MAX = 40  # peer_up_o rises within this many of its own clock's edges after a release
 
 

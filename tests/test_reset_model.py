@@ -37,6 +37,7 @@ module arst_tb;
   always #100 clk = ~clk;  // rising edges at 100, 300, 500, ...
   initial begin
     #2 rst_n = 1'b0;
+    repeat (3) @(posedge clk);  // the first reset spans edges: the model measures the clock period
     for (k = 0; k < 400; k = k + 1) begin
       d = (k % 8 == 0) ? 90 : (k % 8 == 1) ? 25 : (k % 8 == 2) ? 40 : 1 + (k * 7) % 24;
       // a rising edge is at 100 + 200 * n; release d ps before the edge after next

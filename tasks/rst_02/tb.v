@@ -5,7 +5,7 @@
 // never on a clock edge, and unrelated to either clock). Checks, 2 ps after every edge of each
 // domain's clock once the first release is done: the output is the machine's reset state while
 // arst_n is low; after an assertion it is the reset state or, when the release came before the
-// sample, its successor; otherwise it holds the reset state for at most 5 samples after
+// sample, its successor; otherwise it holds the reset state for at most 16 samples after
 // a release and then steps to its successor on every sample; X or Z fails.
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR rst_tb
@@ -85,16 +85,16 @@ module rst_tb;
         tb_fail(msg);
       end
       asserted_a = 1'b0;
-      wait_a = (count_a_o === 4'd3) ? 32'd0 : 5;
+      wait_a = (count_a_o === 4'd3) ? 32'd0 : 16;
     end else if (seen_a) begin
-      if (count_a_o === 4'd3 && prev_a === 4'd3 && wait_a < 5) begin
+      if (count_a_o === 4'd3 && prev_a === 4'd3 && wait_a < 16) begin
         wait_a = wait_a + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
       end else if (count_a_o !== prev_a + 4'd1) begin
         $sformat(msg, "count_a_o went from %b to %b: not the counter's next state (t=%0d)",
                  prev_a, count_a_o, $time);
         tb_fail(msg);
       end else
-        wait_a = 5;
+        wait_a = 16;
     end
     prev_a = count_a_o;
     seen_a = 1'b1;
@@ -123,16 +123,16 @@ module rst_tb;
         tb_fail(msg);
       end
       asserted_b = 1'b0;
-      wait_b = (lfsr_b_o === 4'b1000) ? 32'd0 : 5;
+      wait_b = (lfsr_b_o === 4'b1000) ? 32'd0 : 16;
     end else if (seen_b) begin
-      if (lfsr_b_o === 4'b1000 && prev_b === 4'b1000 && wait_b < 5) begin
+      if (lfsr_b_o === 4'b1000 && prev_b === 4'b1000 && wait_b < 16) begin
         wait_b = wait_b + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
       end else if (lfsr_b_o !== {prev_b[2:0], prev_b[3] ^ prev_b[2]}) begin
         $sformat(msg, "lfsr_b_o went from %b to %b: not the LFSR's next state (t=%0d)",
                  prev_b, lfsr_b_o, $time);
         tb_fail(msg);
       end else
-        wait_b = 5;
+        wait_b = 16;
     end
     prev_b = lfsr_b_o;
     seen_b = 1'b1;

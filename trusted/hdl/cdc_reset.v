@@ -11,8 +11,10 @@
 // Behaviour modelled (the late-release model; tasks/common/CONTRACT.md, "Reset release"):
 //   * A flop's asynchronous reset asserts at once, whatever the clock.
 //   * A release (deassertion) is "close" to the flop's next active clock edge at time t when it
-//     happened at time r with 8 * (t - r) < (t - p), p being the flop's previous active edge
-//     (so, for a free-running clock, within one eighth of a period before the edge), and r < t.
+//     happened at time r < t with 8 * (t - r) < P, P being the flop's clock period (measured
+//     from two consecutive active edges while the flop was in reset; the task clocks are
+//     free-running: no release is close before the period is known): within one eighth of a
+//     period before the edge.
 //     A release in the time step of an edge (r == t: a reset synchronizer of the flop's own
 //     clock releases in the nonblocking region of that edge) comes after that edge and is never
 //     close to the next one. The window is an eighth of a period so that a release a quarter
@@ -27,6 +29,8 @@
 //   * +cdc_settle=0 switches this off with the synchronizers' late settling: every bit leaves
 //     reset on the first edge after its release.
 //   * No monitor call and no design signal enters: only this flop's own clock, reset and KEY.
+//   * Cost: an active edge out of reset with no release since the previous edge does only what
+//     any flop does (Q <= D when enabled); the clock drives the sensitivity list directly.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
 // reset), or model flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr): those
@@ -53,11 +57,12 @@ module cdc_arst_ff #(
   output reg  [WIDTH-1:0] Q
 );
   wire            arst_e = (ARST === ARST_POLARITY);  // the reset is asserted
-  wire            clk_e = CLK_POLARITY ? CLK : ~CLK;    // the active edge is a rising clk_e
   reg             settle_on;
   reg [31:0]      settle_key;
-  reg [63:0]      prev_t;    // time of this flop's previous active edge
-  reg             prev_ok;   // there was one
+  reg [63:0]      last_t;    // time of the latest active edge while in reset
+  reg             last_ok;   // there was one in the current reset
+  reg [63:0]      period;    // the clock's period: two consecutive active edges in one reset
+  reg             per_ok;    // measured
   reg [63:0]      rel_t;     // time of the latest release
   reg             pend;      // released since the latest active edge out of reset
   reg             in_rst;    // the reset was asserted at this flop's latest trigger
@@ -81,8 +86,10 @@ module cdc_arst_ff #(
     settle_key = 32'd0;
     if ($value$plusargs("cdc_settle=%d", c)) settle_on = (c != 0);
     if (!$value$plusargs("cdc_settle_key=%d", settle_key)) settle_key = 32'd0;
-    prev_ok = 1'b0;
-    prev_t = 64'd0;
+    last_ok = 1'b0;
+    last_t = 64'd0;
+    per_ok = 1'b0;
+    period = 64'd0;
     rel_t = 64'd0;
     pend = 1'b0;
     in_rst = 1'b0;
@@ -92,33 +99,50 @@ module cdc_arst_ff #(
     rel_t = $time;
     pend = 1'b1;
     in_rst = 1'b0;
+    last_ok = 1'b0;
   end
 
-  always @(posedge clk_e or posedge arst_e) begin
+  // The clock is used as it is, not through a derived wire: a continuous assignment on the clock
+  // would cost an event on both clock edges of every flop.
+  generate
+    if (CLK_POLARITY) begin : g_pos
+      always @(posedge CLK or posedge arst_e) trigger;
+    end else begin : g_neg
+      always @(negedge CLK or posedge arst_e) trigger;
+    end
+  endgenerate
+
+  // One trigger of the flop: the reset asserted, or an active clock edge. Out of reset, an edge
+  // with no release since the previous one does what any flop does and nothing else.
+  task trigger;
     if (arst_e) begin
       // A trigger while the reset was already asserted is a clock edge (an assertion always
-      // follows a release, which clears in_rst): it times the window of the next release.
+      // follows a release, which clears in_rst): two in one reset measure the clock period.
       if (in_rst) begin
-        prev_t = $time;
-        prev_ok = 1'b1;
+        if (last_ok) begin
+          period = $time - last_t;
+          per_ok = 1'b1;
+        end
+        last_t = $time;
+        last_ok = 1'b1;
       end
       in_rst = 1'b1;
       Q <= ARST_VALUE;
-    end else begin
+    end else if (pend) begin
+      // The first active edge after a release: late bits when the release was close to it.
+      pend = 1'b0;
       late = {WIDTH{1'b0}};
-      if (pend && settle_on && prev_ok && rel_t < $time && 8 * ($time - rel_t) < ($time - prev_t)) begin
+      if (settle_on && per_ok && rel_t < $time && 8 * ($time - rel_t) < period) begin
         h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
         for (i = 0; i < WIDTH; i = i + 1) begin
           bit_h = mix32(h + i * 32'h9e3779b9);
           late[i] = bit_h[0];
         end
       end
-      pend = 1'b0;
-      prev_t = $time;
-      prev_ok = 1'b1;
-      Q <= (((EN === EN_POLARITY) ? D : Q) & ~late) | (ARST_VALUE & late);
-    end
-  end
+      // A disabled flop keeps Q: just released, a late bit holds its reset value anyway.
+      if (EN === EN_POLARITY) Q <= (D & ~late) | (ARST_VALUE & late);
+    end else if (EN === EN_POLARITY) Q <= D;
+  endtask
 endmodule
 
 module cdc_sync_reset #(
