@@ -56,7 +56,8 @@ endmodule
 """
 PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset")
 # The late-release model (trusted/hdl/cdc_reset.v): every asynchronously reset flop of the netlist
-# that the simulators run becomes a cdc_arst_ff with the cell's own parameters. The netlist the
+# that the simulators run becomes a cdc_arst_ff with the cell's own parameters (a falling-edge
+# flop gets its clock through an inverter: the model is rising-edge only). The netlist the
 # rules query (netlist.json) is written before this mapping and keeps the Yosys cells.
 ARST_MAP_NAME = "cdc_arst_map.v"
 ARST_MAP = """\
@@ -64,16 +65,16 @@ ARST_MAP = """\
 module _cdc_map_adff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                        parameter ARST_VALUE = 0)
                       (input CLK, input ARST, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  cdc_arst_ff #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(1'b1),
-                .ARST_VALUE(ARST_VALUE)) _TECHMAP_REPLACE_ (.CLK(CLK), .ARST(ARST), .EN(1'b1), .D(D), .Q(Q));
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(1'b1), .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1), .D(D), .Q(Q));
 endmodule
 (* techmap_celltype = "$adffe" *)
 module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                         parameter EN_POLARITY = 1'b1, parameter ARST_VALUE = 0)
                        (input CLK, input ARST, input EN, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  cdc_arst_ff #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .ARST_POLARITY(ARST_POLARITY),
-                .EN_POLARITY(EN_POLARITY), .ARST_VALUE(ARST_VALUE))
-    _TECHMAP_REPLACE_ (.CLK(CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(EN_POLARITY),
+                .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
 endmodule
 """
 MODEL_KEYED = ("cdc_arst_ff", "cdc_sync_reset")  # cells that get KEY, a hash of their netlist name

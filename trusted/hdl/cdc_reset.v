@@ -30,7 +30,8 @@
 //     reset on the first edge after its release.
 //   * No monitor call and no design signal enters: only this flop's own clock, reset and KEY.
 //   * Cost: an active edge out of reset with no release since the previous edge does only what
-//     any flop does (Q <= D when enabled); the clock drives the sensitivity list directly.
+//     any flop does (Q <= D when enabled). CLK is always rising-edge: synthesis connects a falling-
+//     edge flop's clock through an inverter, so that no flop pays for a derived clock but those.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
 // reset), or model flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr): those
@@ -44,7 +45,6 @@
 
 module cdc_arst_ff #(
   parameter integer WIDTH = 1,
-  parameter [0:0]   CLK_POLARITY = 1'b1,
   parameter [0:0]   ARST_POLARITY = 1'b1,
   parameter [0:0]   EN_POLARITY = 1'b1,
   parameter [WIDTH-1:0] ARST_VALUE = {WIDTH{1'b0}},
@@ -102,19 +102,9 @@ module cdc_arst_ff #(
     last_ok = 1'b0;
   end
 
-  // The clock is used as it is, not through a derived wire: a continuous assignment on the clock
-  // would cost an event on both clock edges of every flop.
-  generate
-    if (CLK_POLARITY) begin : g_pos
-      always @(posedge CLK or posedge arst_e) trigger;
-    end else begin : g_neg
-      always @(negedge CLK or posedge arst_e) trigger;
-    end
-  endgenerate
-
   // One trigger of the flop: the reset asserted, or an active clock edge. Out of reset, an edge
   // with no release since the previous one does what any flop does and nothing else.
-  task trigger;
+  always @(posedge CLK or posedge arst_e) begin
     if (arst_e) begin
       // A trigger while the reset was already asserted is a clock edge (an assertion always
       // follows a release, which clears in_rst): two in one reset measure the clock period.
@@ -142,7 +132,7 @@ module cdc_arst_ff #(
       // A disabled flop keeps Q: just released, a late bit holds its reset value anyway.
       if (EN === EN_POLARITY) Q <= (D & ~late) | (ARST_VALUE & late);
     end else if (EN === EN_POLARITY) Q <= D;
-  endtask
+  end
 endmodule
 
 module cdc_sync_reset #(
