@@ -9,6 +9,7 @@ the generator writes, and the synthesized netlist carries the model with a KEY p
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -121,6 +122,22 @@ def test_settle_off_and_keys(unit_vvp: Path) -> None:
     b, _ = _run(unit_vvp, "+cdc_settle=1", "+cdc_settle_key=12345")
     c, _ = _run(unit_vvp, "+cdc_settle=1", "+cdc_settle_key=999")
     assert a == b and a != c
+
+
+def test_the_simulated_netlist_carries_the_model_and_the_rules_see_the_cells() -> None:
+    from cdc_env.gate import run_gate
+    from cdc_env.task import load_task
+
+    task = load_task("rst_01")
+    res = run_gate(task, {task.editable: task.reference_text})
+    assert res.status == "pass", res.findings
+    text = res.netlist["verilog"]
+    keys = re.findall(r"cdc_arst_ff #\((?:[^()]|\([^()]*\))*\.KEY\(32'd(\d+)\)", text)
+    # the ring, the counter and the up flag (three flops), keyed apart; the synchronizers too
+    assert len(keys) == 3 and len(set(keys)) == 3, keys
+    assert len(re.findall(r"cdc_sync_reset #\(\s*\.KEY\(32'd\d+\)", text)) == 2
+    assert "always @(posedge clk_a_i, negedge" not in text  # no async flop is left as written
+    assert res.summary["flops_per_domain"] == {"a": 5, "b": 4}  # the rules count the Yosys cells
 
 
 @pytest.mark.parametrize("p", resetfam.VARIANTS, ids=lambda p: p.id)
