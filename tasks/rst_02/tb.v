@@ -15,6 +15,8 @@ module rst_tb;
   reg        on = 1'b0;         // checking has begun (the first release of arst_n is done)
   reg        asserted_a = 1'b0, asserted_b = 1'b0;  // arst_n fell since the domain's latest sample
   reg        asserted_up = 1'b0;
+  reg        up_seen = 1'b0;     // peer_up_o rose since the latest release
+  reg [31:0] up_wait = 32'd0;    // samples since the latest release without peer_up_o
   reg [31:0] rng_r;
   reg [31:0] pulses;
   reg [63:0] slow, gap;
@@ -98,6 +100,20 @@ module rst_tb;
     end
     prev_a = count_a_o;
     seen_a = 1'b1;
+    // peer_up_o (domain a): domain b is out of reset.
+    fold({32'd3, 31'd0, peer_up_o});
+    if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
+    if (!arst_n || asserted_up) begin
+      if (!arst_n && peer_up_o !== 1'b0) tb_fail("peer_up_o high while arst_ni is low");
+      asserted_up = 1'b0;
+      up_seen = 1'b0;
+      up_wait = 32'd0;
+    end else if (peer_up_o) up_seen = 1'b1;
+    else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
+    else begin
+      up_wait = up_wait + 32'd1;
+      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_a cycles of a release");
+    end
   end
 
   // Domain b: LFSR on lfsr_b_o, sampled 2 ps after each clk_b edge (an odd time: arst_n
@@ -136,27 +152,6 @@ module rst_tb;
     end
     prev_b = lfsr_b_o;
     seen_b = 1'b1;
-  end
-
-  // peer_up_o (domain a): domain b is out of reset, sampled 2 ps after each clk_a edge.
-  reg        up_seen = 1'b0;     // peer_up_o rose since the latest release
-  reg [31:0] up_wait = 32'd0;    // samples since the latest release without peer_up_o
-  always @(posedge clk_a) if (on && !run_over) begin
-    #2;
-    fold({32'd3, 31'd0, peer_up_o});
-    note_check;
-    if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
-    if (!arst_n || asserted_up) begin
-      if (!arst_n && peer_up_o !== 1'b0) tb_fail("peer_up_o high while arst_ni is low");
-      asserted_up = 1'b0;
-      up_seen = 1'b0;
-      up_wait = 32'd0;
-    end else if (peer_up_o) up_seen = 1'b1;
-    else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
-    else begin
-      up_wait = up_wait + 32'd1;
-      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_a cycles of a release");
-    end
   end
 
   task final_check;
