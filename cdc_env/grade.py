@@ -49,7 +49,7 @@ def sha256(text: str | bytes) -> str:
 
 def fingerprints(task: Task, design_text: str | None) -> dict[str, str]:
     fp = {
-        "primitives": sha256(paths.primitives_file().read_bytes()),
+        "primitives": sha256(paths.primitives_bytes()),
         "harness": sha256(b"".join(p.read_bytes() for p in paths.tb_includes())),
         "testbench": sha256(task.path(task.testbench).read_bytes()),
     }

@@ -55,6 +55,17 @@ def primitives_file() -> Path:
     return tb_include_dir() / "cdc_sync.v"
 
 
+def primitive_files() -> list[Path]:
+    """Every trusted HDL file a build compiles with the design: the primitives (cdc_sync.v) and
+    the reset synchronizer with the late-release model of asynchronously reset flops (cdc_reset.v)."""
+    return [primitives_file(), tb_include_dir() / "cdc_reset.v"]
+
+
+def primitives_bytes() -> bytes:
+    """The primitive files' contents, for fingerprints (one part per file, length-prefixed)."""
+    return b"".join(len(d := p.read_bytes()).to_bytes(8, "little") + d for p in primitive_files())
+
+
 def contract_file() -> Path:
     return common_dir() / "CONTRACT.md"
 

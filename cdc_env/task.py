@@ -23,7 +23,7 @@ CONTROL_SUFFIX = "_control"  # a family's no-bug control is the task "<family>_c
 class Domain:
     name: str  # "a" or "b": the testbench's clk_a/rst_an or clk_b/rst_bn
     clock: str  # the top module's clock port
-    reset: str  # the top module's active-low reset port
+    reset: str  # the top module's active-low reset port ("": none; see Task.async_resets)
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class Task:
     control: bool = False
     base: str | None = None
     given: str | None = None
+    # Active-low reset inputs asynchronous to both clocks (the reset-domain family): each domain
+    # makes its own reset from them through cdc_sync_reset (gate rule CDC-RESET).
+    async_resets: tuple[str, ...] = ()
 
     def path(self, rel: str) -> Path:
         return self.dir / rel
@@ -148,7 +151,7 @@ def load_task(name_or_path: str | Path) -> Task:
         raise CdcError(f"{manifest}: cannot read manifest: {exc}") from None
     s = _req(m, "seeds", manifest)
     domains = tuple(
-        Domain(name=k, clock=_req(v, "clock", manifest), reset=_req(v, "reset", manifest))
+        Domain(name=k, clock=_req(v, "clock", manifest), reset=str(v.get("reset", "")))
         for k, v in sorted(_req(m, "clocks", manifest).items())
     )
     if [d.name for d in domains] != ["a", "b"]:
@@ -184,7 +187,10 @@ def load_task(name_or_path: str | Path) -> Task:
         cross_memories=tuple(m.get("cross_memories", [])),
         heldout=bool(m.get("heldout", False)),
         storage=bool(m["storage"]) if "storage" in m else None,
+        async_resets=tuple(str(x) for x in m.get("async_resets", [])),
     )
+    if any(not d.reset for d in domains) and not task.async_resets:
+        raise CdcError(f"{manifest}: a domain without a reset input needs async_resets")
     for rel in (task.editable, task.testbench, task.bug_report, task.reference, task.clean, *task.sources):
         if not task.path(rel).is_file():
             raise CdcError(f"{manifest}: file '{rel}' named in the manifest is missing")

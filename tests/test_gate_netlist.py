@@ -31,8 +31,8 @@ def rules(text: str, task=HS) -> set[str]:
 
 
 def test_the_stubs_have_the_trusted_primitives_ports_and_parameters():
-    trusted = paths.primitives_file().read_text(encoding="utf-8")
-    for module in ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram"):
+    trusted = "".join(p.read_text(encoding="utf-8") for p in paths.primitive_files())
+    for module in ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset"):
         real = re.search(rf"module {module}\b(.*?)\);", trusted, re.S).group(1)
         stub = re.search(rf"module {module}\b(.*?)\);", PRIMITIVE_STUBS, re.S).group(1)
         ports = r"(input|output)\s+wire\s*(\[[^\]]*\])?\s*(\w+)"

@@ -761,7 +761,12 @@ def generate(p: FifoParams) -> dict[str, str]:
 
 def write_task(p: FifoParams, out: Path, *, force: bool = False) -> Path:
     """Write the task folder for ``p`` into ``out`` (created); refuse to mix with other files."""
-    files = generate(p)
+    return write_files(generate(p), out, force=force)
+
+
+def write_files(files: dict[str, str], out: Path, *, force: bool = False) -> Path:
+    """Write a generated task folder ({relative path: text}) into ``out`` (created); refuse to mix
+    with other files unless ``force`` (then files the generator no longer makes are removed)."""
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
         raise CdcError(f"{out} exists and is not empty (use --force to overwrite)")

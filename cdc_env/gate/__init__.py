@@ -72,7 +72,7 @@ _PROFILES: dict[str, TaskProfile] = {}
 
 def _task_files(task: Task) -> dict[str, str]:
     """The trusted files whose names and macros a design may not take over."""
-    out = {"cdc_sync.v": paths.primitives_file().read_text(encoding="utf-8"),
+    out = {**{p.name: p.read_text(encoding="utf-8") for p in paths.primitive_files()},
            **{p.name: p.read_text(encoding="utf-8") for p in paths.tb_includes()},
            task.testbench: task.text(task.testbench)}
     for rel in task.sources:
@@ -125,7 +125,8 @@ def _job(task: Task, design: dict[str, str], reserved: dict[str, str], ports, wo
 
     return analysis.Job(top=task.top, editable=task.editable, files=design,
                         clocks={d.clock: d.name for d in task.domains},
-                        resets={d.reset: d.name for d in task.domains},
+                        resets={**{d.reset: d.name for d in task.domains if d.reset},
+                                **{r: "async" for r in task.async_resets}},  # cdc.ASYNC
                         reserved=reserved, ports=ports, storage=bool(ports.storage) if ports else False,
                         workdir=workdir, rules=rules)
 

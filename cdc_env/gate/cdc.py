@@ -46,8 +46,19 @@ BITWISE = {"$and", "$or", "$xor", "$xnor", "$not", "$pos", "$buf", "$bweqx"}
 SYNCS = {"cdc_sync_bus", "cdc_sync_bit"}
 PRIM_CLOCKS = {"cdc_sync_bus": (("clk_i", "rst_ni"),), "cdc_sync_bit": (("clk_i", "rst_ni"),),
                "cdc_sync_pulse": (("src_clk_i", "src_rst_ni"), ("dst_clk_i", "dst_rst_ni")),
-               "cdc_ram": (("wclk_i", None), ("rclk_i", None))}
-PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o", "cdc_ram": "rdata_o"}
+               "cdc_ram": (("wclk_i", None), ("rclk_i", None)),
+               "cdc_sync_reset": (("clk_i", None),)}  # its rst_ni: CDC-RESET (_reset_findings)
+PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o",
+            "cdc_ram": "rdata_o", "cdc_sync_reset": "rst_no"}
+PRIM_CLK = {"cdc_sync_bus": "clk_i", "cdc_sync_bit": "clk_i", "cdc_sync_pulse": "dst_clk_i",
+            "cdc_ram": "rclk_i", "cdc_sync_reset": "clk_i"}  # the clock of each primitive's output
+# The domain of a reset input asynchronous to both clocks (task.toml async_resets): a tag no flop
+# has, so any use of it outside a cdc_sync_reset's rst_ni is a crossing.
+ASYNC = "async"
+# Asynchronous controls of a flop cell: a reset, set or load that acts without the clock.
+ASYNC_PORTS = {"$adff": ("ARST",), "$adffe": ("ARST",), "$dffsr": ("SET", "CLR"),
+               "$dffsre": ("SET", "CLR"), "$aldff": ("ALOAD",), "$aldffe": ("ALOAD",)}
+INVERTERS = {"$not", "$logic_not"}
 # Ports through which cdc_ram's read data may travel (a data path): a flop's D and async data,
 # the data inputs of a multiplexer and of a selection. Anything else consumes it as control.
 DATA_PORTS: dict[str, frozenset[str]] = {
@@ -219,10 +230,7 @@ class Analysis:
         return None
 
     def prim_dest(self, cell: str) -> str | None:
-        t = self.net.type(cell)
-        clk = {"cdc_sync_bus": "clk_i", "cdc_sync_bit": "clk_i", "cdc_sync_pulse": "dst_clk_i",
-               "cdc_ram": "rclk_i"}[t]
-        bits = self.net.conn(cell, clk)
+        bits = self.net.conn(cell, PRIM_CLK[self.net.type(cell)])
         return self.clock_of.get(bits[0]) if len(bits) == 1 else None
 
     def deps(self, cell: str) -> dict[int, list]:
@@ -662,8 +670,8 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 continue
             if rst_port:
                 rb = net.conn(cell, rst_port)
-                want = next((p for p, d in resets.items() if d == dom), None)
-                if len(rb) != 1 or a.reset_of.get(rb[0]) != dom:
+                want = next((p for p, d in resets.items() if d == dom), None) or "its cdc_sync_reset's rst_no"
+                if len(rb) != 1 or (a.reset_of.get(rb[0]) != dom and _sync_reset_dom(a, rb[0]) != dom):
                     out.append(finding("CDC-REWIRE", f"{REWIRED}: {t} '{cell}' has {rst_port} on "
                                        f"'{net.name(rb[0]) if rb else '?'}', not the reset of its clock's "
                                        f"domain {dom} ({want}); connect {want} directly",
@@ -729,6 +737,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 for p in ports_:
                     out.extend(_cone_violation(a, net.conn(cell, p), dom, f"cdc_ram '{cell}' {p}", cell,
                                                sync_srcs))
+    out.extend(_reset_findings(a, resets))
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
     # of equivalent registers counting as one.
     classes = flop_classes(a)
@@ -752,9 +761,13 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
         if dom is None:
             continue
         for p in FLOP_INPUTS:
-            out.extend(_cone_violation(a, net.conn(cell, p), dom, f"'{_flop_name(net, cell)}'", cell,
-                                       sync_srcs,
-                                       rewired))
+            bits = net.conn(cell, p)
+            if p in ASYNC_PORTS.get(net.type(cell), ()):
+                # A released reset's timing is the late-release model's (in simulation), not a
+                # crossing: an asynchronous reset input or a cdc_sync_reset output is let through
+                # here; a declared domain's reset input still counts as that domain's.
+                bits = [b for b in bits if not _model_reset(a, _through_inverters(net, b))]
+            out.extend(_cone_violation(a, bits, dom, f"'{_flop_name(net, cell)}'", cell, sync_srcs, rewired))
     outputs = ports.outputs if ports else {}
     for pname, p in net.module.get("ports", {}).items():
         if p.get("direction") != "output":
@@ -773,6 +786,87 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     out.extend(f for cell, f in same if cell not in rewired)
     out.extend(_ram_data(a, storage, ports))
     return dedupe(out), summary(a, prims, crossings)
+
+
+def _sync_reset_dom(a: Analysis, b) -> str | None:
+    """The domain of a cdc_sync_reset whose rst_no drives ``b`` (None: not such an output)."""
+    drv = a.net.driver.get(b) if isinstance(b, int) else None
+    if drv is None or drv[0] == "<port>" or a.net.type(drv[0]) != "cdc_sync_reset":
+        return None
+    return a.prim_dest(drv[0])
+
+
+def _is_reset(a: Analysis, b) -> bool:
+    """``b`` is a reset input of the top or a cdc_sync_reset's output."""
+    return b in a.reset_of or _sync_reset_dom(a, b) is not None
+
+
+def _model_reset(a: Analysis, b) -> bool:
+    """``b`` is an asynchronous reset input (task.toml async_resets) or a cdc_sync_reset's output."""
+    return a.reset_of.get(b) == ASYNC or _sync_reset_dom(a, b) is not None
+
+
+def _through_inverters(net: Netlist, b):
+    """``b`` traced back through inverters ($not, $logic_not of one bit): the bit they invert."""
+    for _ in range(64):
+        drv = net.driver.get(b) if isinstance(b, int) else None
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in INVERTERS:
+            return b
+        a_in = net.conn(drv[0], "A")
+        if len(a_in) != 1:
+            return b
+        b = a_in[0]
+    return b
+
+
+def _reset_findings(a: Analysis, resets: dict[str, str]) -> list[dict]:
+    """CDC-RESET: every asynchronous control of a flop (reset, set, load) is a reset -- a reset input
+    of the top or a cdc_sync_reset's rst_no, through inverters at most -- never data, a flop or other
+    logic; a cdc_sync_reset's rst_ni is a reset input of the top (any domain, or an asynchronous
+    one) or another cdc_sync_reset's rst_no, connected directly.
+
+    Which reset a flop uses is timing, not structure: a reset released on another clock's timing
+    (an asynchronous reset input used raw, a cdc_sync_reset of the other clock) passes here and
+    meets the late-release model in simulation, as a binary count through cdc_sync_bus meets late
+    settling. A declared domain's reset input used in the other domain stays a crossing (CDC-RAW,
+    the cone check in ``check``)."""
+    net = a.net
+    out = []
+    own = {d: p for p, d in resets.items() if d != ASYNC}
+    for cell, c in net.cells.items():
+        t = c["type"]
+        if t == "cdc_sync_reset":
+            file, line = net.where(cell)
+            rb = net.conn(cell, "rst_ni")
+            src = _through_inverters(net, rb[0]) if len(rb) == 1 else None
+            drv = net.driver.get(src) if isinstance(src, int) else None
+            if not (len(rb) == 1 and src == rb[0] and (src in a.reset_of or _sync_reset_dom(a, src))):
+                what = f"'{net.name(rb[0])}'" if rb else "nothing"
+                kind = ("a reset input through logic" if src in a.reset_of else
+                        "a constant" if drv is None else "not a reset input")
+                out.append(finding("CDC-RESET", f"cdc_sync_reset '{cell}' has rst_ni on {what} ({kind}); "
+                                   "connect a reset input of the top (or another cdc_sync_reset's rst_no) "
+                                   "directly", file=file, line=line))
+            continue
+        dom = a.cell_dom.get(cell)
+        if t not in ASYNC_PORTS or dom is None:
+            continue
+        for port in ASYNC_PORTS[t]:
+            for b in net.conn(cell, port):
+                if not isinstance(b, int):
+                    continue  # a constant: no asynchronous control at all
+                if _is_reset(a, _through_inverters(net, b)):
+                    continue
+                file, line = net.where(cell, b)
+                want = f"'{own[dom]}'" if dom in own else "a cdc_sync_reset clocked by it"
+                how = "reset" if port in ("ARST", "CLR") else "set" if port == "SET" else "loaded"
+                out.append(finding("CDC-RESET", f"'{_flop_name(net, cell)}' (domain {dom}) is {how} "
+                                   f"asynchronously ({port}) by '{net.name(b)}', which is not a reset input "
+                                   "nor a cdc_sync_reset output: an asynchronous control acts at once, so "
+                                   f"data or logic there is a crossing or a glitch; reset it from {want} and "
+                                   "move the rest into the clocked logic", file=file, line=line))
+                break
+    return out
 
 
 def _flop_name(net: Netlist, cell: str) -> str:
@@ -917,7 +1011,7 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
 
 def _prim_inputs(t: str) -> tuple[tuple[str, ...], ...]:
     return {"cdc_sync_bus": (("d_i",),), "cdc_sync_bit": (("d_i",),),
-            "cdc_sync_pulse": (("pulse_i",), ()),
+            "cdc_sync_pulse": (("pulse_i",), ()), "cdc_sync_reset": ((),),
             "cdc_ram": (("we_i", "waddr_i", "wdata_i"), ("raddr_i",))}[t]
 
 

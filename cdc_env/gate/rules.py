@@ -44,6 +44,8 @@ RULES: dict[str, str] = {
                "storage, or its read data reaching anything but the data path",
     "CDC-SAME-DOMAIN": "a synchronizer whose input comes from its own destination domain",
     "CDC-REDUNDANT": "two or more synchronizers of the same source bits into the same domain",
+    "CDC-RESET": "a flop's asynchronous reset, set or load driven by something other than a reset input "
+                 "or a cdc_sync_reset output; a cdc_sync_reset whose rst_ni is not a reset input",
 }
 
 ERROR = "error"

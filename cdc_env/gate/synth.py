@@ -4,7 +4,9 @@
 on the design files plus the provided primitives as black-box stubs:
 
     read_slang --allow-use-before-declare --top <top> -> proc -> flatten -> opt
-    -> write_json netlist.json (the rules' input) + write_verilog -noattr netlist.v (what runs)
+    -> write_json netlist.json (the rules' input)
+    -> techmap $adff/$adffe to cdc_arst_ff (the late-release model, trusted/hdl/cdc_reset.v)
+    -> write_verilog -noattr netlist.v (what runs)
 
 It must run in the gate's bounded child (gate/__init__.py ``_in_child``): a Yosys error ends the
 calling process. So everything the parent needs after a failure is left in ``workdir``: slang's
@@ -48,8 +50,34 @@ endmodule
   input wire wclk_i, input wire we_i, input wire [AW-1:0] waddr_i, input wire [WIDTH-1:0] wdata_i,
   input wire rclk_i, input wire [AW-1:0] raddr_i, output wire [WIDTH-1:0] rdata_o);
 endmodule
+(* blackbox, keep *) module cdc_sync_reset (
+  input wire clk_i, input wire rst_ni, output wire rst_no);
+endmodule
 """
-PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram")
+PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset")
+# The late-release model (trusted/hdl/cdc_reset.v): every asynchronously reset flop of the netlist
+# that the simulators run becomes a cdc_arst_ff with the cell's own parameters (a falling-edge
+# flop gets its clock through an inverter: the model is rising-edge only). The netlist the
+# rules query (netlist.json) is written before this mapping and keeps the Yosys cells.
+ARST_MAP_NAME = "cdc_arst_map.v"
+ARST_MAP = """\
+(* techmap_celltype = "$adff" *)
+module _cdc_map_adff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
+                       parameter ARST_VALUE = 0)
+                      (input CLK, input ARST, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(1'b1), .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1), .D(D), .Q(Q));
+endmodule
+(* techmap_celltype = "$adffe" *)
+module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
+                        parameter EN_POLARITY = 1'b1, parameter ARST_VALUE = 0)
+                       (input CLK, input ARST, input EN, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(EN_POLARITY),
+                .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
+endmodule
+"""
+MODEL_KEYED = ("cdc_arst_ff", "cdc_sync_reset")  # cells that get KEY, a hash of their netlist name
 STUB_NAME = "cdc_primitives_stub.v"
 HIERREF_DIAGS = {"UndeclaredIdentifier", "CouldNotResolveHierarchicalPath"}
 NAME_MAX = 100  # longer instance names are shortened (with a hash) before they reach %m
@@ -67,6 +95,11 @@ def plain_name(name: str) -> str:
     if len(out) > NAME_MAX:
         out = out[:NAME_MAX - 17] + "_" + hashlib.sha256(out.encode()).hexdigest()[:16]
     return out
+
+
+def model_key(name: str) -> int:
+    """The 32-bit KEY of a late-release model cell (cdc_arst_ff, cdc_sync_reset): a hash of its name."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
 
 
 def automatic_lifetime(text: str) -> str:
@@ -152,7 +185,18 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
             new, k = f"{base}_{k}", k + 1
         taken.add(new)
         module.rename(cell, ys.IdString("\\" + new))
-    ys.run_pass("write_json netlist.json; write_verilog -noattr netlist.v", design)
+    ys.run_pass("write_json netlist.json", design)
+    (workdir / ARST_MAP_NAME).write_text(ARST_MAP, encoding="utf-8")
+    ys.run_pass(f"techmap -map {ARST_MAP_NAME}", design)
+    for cell_name, cell in list(module.cells_.items()):
+        kind = cell.type.str().lstrip("\\")
+        if kind in MODEL_KEYED:
+            # Keyed by what names the flop (its Q bits) or the primitive (its instance name),
+            # never by a parameter of the design's text.
+            q = ys.log_signal(cell.getPort(ys.IdString("\\Q"))) if kind == "cdc_arst_ff" else None
+            what = q or cell_name.str()
+            cell.setParam(ys.IdString("\\KEY"), ys.Const(model_key(what), 32))
+    ys.run_pass("write_verilog -noattr netlist.v", design)
     verilog = (workdir / "netlist.v").read_text(encoding="utf-8")
     # The first line names the Yosys build; the netlist's identity is its content.
     verilog = "\n".join(ln for ln in verilog.splitlines()

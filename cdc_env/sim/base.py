@@ -86,8 +86,10 @@ def stage_sources(task: Task, design: dict[str, str], workdir: Path) -> list[Pat
     for inc in paths.tb_includes():
         shutil.copyfile(inc, workdir / inc.name)
     shutil.copyfile(task.path(task.testbench), workdir / "tb_top.v")
-    shutil.copyfile(paths.primitives_file(), workdir / "cdc_sync.v")
-    files = [workdir / "tb_top.v", workdir / "cdc_sync.v"]
+    files = [workdir / "tb_top.v"]
+    for prim in paths.primitive_files():
+        shutil.copyfile(prim, workdir / prim.name)
+        files.append(workdir / prim.name)
     for name, text in design.items():
         dest = workdir / "design" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -153,8 +155,8 @@ def self_contained(argv: list[str], workdir: Path, task: Task, *, sandbox: bool,
     tasks, a defparam or bind into it) does not elaborate alone, whatever the static gate says:
     ((status, log) of the refusal or None when the design stands on its own, the run).
     """
-    files = ["cdc_sync.v", *sorted(str(p.relative_to(workdir)) for p in (workdir / "design").rglob("*")
-                                   if p.is_file())]
+    design = sorted(str(p.relative_to(workdir)) for p in (workdir / "design").rglob("*") if p.is_file())
+    files = [*(p.name for p in paths.primitive_files()), *design]
     proc = run_bounded([*argv, *files], workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=ro_paths,
                        env={**os.environ, **(env or {})}, sandbox_env=env, tag="alone")
     log = scrub((proc.stdout + proc.stderr).strip(), workdir, task.editable)

@@ -65,7 +65,7 @@ def fingerprint_components(task: Task, design_text: str) -> dict[str, str]:
     return {
         "runner": runner_fingerprint(),
         "icarus": icarus.Icarus().version(),
-        "primitives": _sha(paths.primitives_file().read_bytes()),
+        "primitives": _sha(paths.primitives_bytes()),
         "harness": _sha(b"".join(p.read_bytes() for p in paths.tb_includes())),
         "testbench": _sha(task.path(task.testbench).read_bytes()),
         "task": _sha((task.dir / "task.toml").read_bytes() + b"\0" + src),

@@ -207,7 +207,7 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
                           *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
                           *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
                           harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
-                          paths.primitives_file().read_bytes(),
+                          paths.primitives_bytes(),
                           *(p.read_bytes() for p in paths.tb_includes()),
                           # the checks a build applies (own_code, self_contained) live in these
                           Path(__file__).read_bytes(), (Path(__file__).parent / "base.py").read_bytes()]

@@ -1,0 +1,42 @@
+// dual_sequencer -- two free-running state machines, one per clock domain, and one reset.
+// Domain a (clk_a_i) runs a counter that starts at 3 after reset and counts up by one per cycle (wrapping at 15);
+// domain b (clk_b_i) runs a 4-bit maximal-length LFSR (x^4 + x^3 + 1) that starts at 4'b1000 after reset.
+// arst_ni is the system reset: active low, asserted and released at any time, asynchronous to
+// both clocks.
+module dual_sequencer (
+  input  wire       clk_a_i,
+  input  wire       clk_b_i,
+  input  wire       arst_ni,
+  output wire [3:0] count_a_o,
+  output wire [3:0] lfsr_b_o,
+  output wire       peer_up_o
+);
+  // ---------------- resets ----------------
+  wire rst_a_n, rst_b_n;
+  cdc_sync_reset u_rst_a (.clk_i(clk_a_i), .rst_ni(arst_ni), .rst_no(rst_a_n));
+  cdc_sync_reset u_rst_b (.clk_i(clk_b_i), .rst_ni(arst_ni), .rst_no(rst_b_n));
+
+  // ---------------- domain a (clk_a_i): counter ----------------
+  reg [3:0] st_a_q;
+  always @(posedge clk_a_i or negedge rst_a_n) begin
+    if (!rst_a_n) st_a_q <= 4'd3;
+    else st_a_q <= st_a_q + 4'd1;
+  end
+  assign count_a_o = st_a_q;
+
+  // ---------------- domain b (clk_b_i): LFSR ----------------
+  reg [3:0] st_b_q;
+  always @(posedge clk_b_i or negedge rst_b_n) begin
+    if (!rst_b_n) st_b_q <= 4'b1000;
+    else st_b_q <= {st_b_q[2:0], st_b_q[3] ^ st_b_q[2]};
+  end
+  assign lfsr_b_o = st_b_q;
+
+  // ---------------- domain b is up: a level into domain a ----------------
+  reg up_b_q;
+  always @(posedge clk_b_i or negedge rst_b_n) begin
+    if (!rst_b_n) up_b_q <= 1'b0;
+    else up_b_q <= 1'b1;
+  end
+  cdc_sync_bit u_up_sync (.clk_i(clk_a_i), .rst_ni(rst_a_n), .d_i(up_b_q), .q_o(peer_up_o));
+endmodule

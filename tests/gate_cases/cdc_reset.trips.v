@@ -1,0 +1,43 @@
+// task: rst_01
+// expect: CDC-RESET
+// what: an asynchronous reset driven by logic (the raw system reset ANDed with a state check)
+module ring_pair (
+  input  wire       clk_a_i,
+  input  wire       clk_b_i,
+  input  wire       arst_ni,
+  output wire [3:0] ring_a_o,
+  output wire [3:0] count_b_o,
+  output wire       peer_up_o
+);
+  // ---------------- resets ----------------
+  wire rst_a_n, rst_b_n;
+  assign rst_a_n = arst_ni;
+  cdc_sync_reset u_rst_b (.clk_i(clk_b_i), .rst_ni(arst_ni), .rst_no(rst_b_n));
+
+  // ---------------- domain a (clk_a_i): one-hot ring ----------------
+  reg [3:0] st_a_q;
+  // Self-repair: clear the ring at once whenever it is not one-hot.
+  wire ring_ok = (st_a_q == 4'b0001) || (st_a_q == 4'b0010) || (st_a_q == 4'b0100) || (st_a_q == 4'b1000);
+  wire ring_rst_n = rst_a_n & ring_ok;
+  always @(posedge clk_a_i or negedge ring_rst_n) begin
+    if (!ring_rst_n) st_a_q <= 4'b0001;
+    else st_a_q <= {st_a_q[2:0], st_a_q[3]};
+  end
+  assign ring_a_o = st_a_q;
+
+  // ---------------- domain b (clk_b_i): counter ----------------
+  reg [3:0] st_b_q;
+  always @(posedge clk_b_i or negedge rst_b_n) begin
+    if (!rst_b_n) st_b_q <= 4'd3;
+    else st_b_q <= st_b_q + 4'd1;
+  end
+  assign count_b_o = st_b_q;
+
+  // ---------------- domain a is up: a level into domain b ----------------
+  reg up_a_q;
+  always @(posedge clk_a_i or negedge rst_a_n) begin
+    if (!rst_a_n) up_a_q <= 1'b0;
+    else up_a_q <= 1'b1;
+  end
+  cdc_sync_bit u_up_sync (.clk_i(clk_b_i), .rst_ni(rst_b_n), .d_i(up_a_q), .q_o(peer_up_o));
+endmodule
