@@ -54,6 +54,8 @@ RUNNER = "cdc_seed_runner"
 # One sandbox per chunk of a stage with the trusted runner (the default); "0": one sandbox per
 # seed. Every gate-off proof of tests/test_sandbox.py runs under both.
 STAGE_ENV = "CDC_ENV_STAGE_SANDBOX"
+# "0": no zygote (every seed of a stage sandbox exec'd afresh, as before issue 26)
+ZYGOTE_ENV = "CDC_ENV_ZYGOTE"
 _RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n")
 
 
@@ -61,6 +63,12 @@ def stage_runner(*, sandbox: bool = True) -> Path:
     """The cached trusted seed runner (trusted/stage/cdc_seed_runner.c), built with gcc."""
     src = paths.trusted_source("stage", f"{RUNNER}.c")
     return cached_binary("seed-runner", src, RUNNER, f"gcc -O2 -o {RUNNER} {RUNNER}.c", "1", sandbox=sandbox)
+
+
+def zygote_on() -> bool:
+    """Seeds forked from one simulator process per stage sandbox, where the backend can
+    (``Simulator.zygote_argv``), unless ``CDC_ENV_ZYGOTE=0``."""
+    return os.environ.get(ZYGOTE_ENV, "1") != "0"
 
 
 def stage_sandbox_on() -> bool:
@@ -160,6 +168,9 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     lines = [f"limits {limits.cpu_s} {limits.mem_bytes} {limits.file_bytes or limits.out_bytes} "
              f"{int(limits.wall_s * 1000)} {limits.out_bytes}"]
     tb_top = build.extra.get("tb_top", "-")
+    zygote = sim.zygote_argv(build) if zygote_on() and len(plans) > 1 else None
+    if zygote is not None and not any("\t" in a or "\n" in a or "\x1f" in a for a in zygote[0]):
+        lines.append(f"zygote {zygote[1]}\t" + "\x1f".join(zygote[0]))
     for plan, nonce in zip(plans, nonces, strict=True):
         argv = sim.seed_argv(build, plan, settle)
         if any("\t" in a or "\n" in a or "\x1f" in a for a in argv):
@@ -211,6 +222,8 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     if len(results) != n and not (results and results[-1].status == "timeout"):
         return None
     overhead = max(proc.cpu_s - sum(r.cpu_s for r in results), 0.0) / max(len(results), 1)
+    if os.environ.get("H26I_DEBUG"):
+        print("DEBUG stage", n, "cgroup", proc.cpu_s, "seeds", sum(r.cpu_s for r in results), "wall", proc.wall_s, lines[1][:60] if len(lines) > 1 else "")
     for r in results:
         r.cpu_s += overhead
         r.max_rss_kb = max(r.max_rss_kb, proc.max_rss_kb)  # the stage cgroup's peak covers every seed
