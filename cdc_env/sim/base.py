@@ -58,6 +58,7 @@ class SeedResult:
     sim_time_ps: int = 0
     cpu_s: float = 0.0
     max_rss_kb: int = 0
+    forked: bool = False  # forked at time 0 from the stage's one simulator process (stage.py, zygote)
 
     def key(self) -> tuple:
         """What must be identical between simulators and between replays."""

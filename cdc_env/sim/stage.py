@@ -56,7 +56,7 @@ RUNNER = "cdc_seed_runner"
 STAGE_ENV = "CDC_ENV_STAGE_SANDBOX"
 # "0": no zygote (every seed of a stage sandbox exec'd afresh, as before issue 26)
 ZYGOTE_ENV = "CDC_ENV_ZYGOTE"
-_RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n")
+_RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)(?: ([01]))?\n")
 
 
 def stage_runner(*, sandbox: bool = True) -> Path:
@@ -137,7 +137,7 @@ class _ReportStream:
                 if b"\n" in self._buf[:200] or len(self._buf) >= 200:
                     self.bad = True
                 return
-            idx, code, cpu_us, rss, tout, flood, lo, le = (int(g) for g in m.groups())
+            idx, code, cpu_us, rss, tout, flood, lo, le, forked = (int(g or 0) for g in m.groups())
             body = m.end()
             if len(self._buf) < body + lo + le:
                 return
@@ -150,6 +150,7 @@ class _ReportStream:
             seed_proc = ProcResult(code, out, err, cpu_us / 1e6, 0.0, rss, bool(tout), bool(flood),
                                    accounting=self.method)
             self.results.append(parse_verdict(self.plans[idx].seed, seed_proc, self.nonces[idx]))
+            self.results[-1].forked = bool(forked)
 
 
 def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, settle: bool,
@@ -222,8 +223,6 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     if len(results) != n and not (results and results[-1].status == "timeout"):
         return None
     overhead = max(proc.cpu_s - sum(r.cpu_s for r in results), 0.0) / max(len(results), 1)
-    if os.environ.get("H26I_DEBUG"):
-        print("DEBUG stage", n, "cgroup", proc.cpu_s, "seeds", sum(r.cpu_s for r in results), "wall", proc.wall_s, lines[1][:60] if len(lines) > 1 else "")
     for r in results:
         r.cpu_s += overhead
         r.max_rss_kb = max(r.max_rss_kb, proc.max_rss_kb)  # the stage cgroup's peak covers every seed
@@ -318,6 +317,8 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
         reason += "; every seed ran on its own"
     results = run_seeds(sim, build, task, seeds, settle=settle, sandbox=sandbox, jobs=jobs,
                         progress=progress, stage=stage, limits=limits)
+    if len(results) > 1 and all(r.forked for r in results):
+        reason += f"; each forked at time 0 from one {sim.name} process per sandbox"
     return StageRun(results, "one-at-a-time", reason, cpu + sum(r.cpu_s for r in results),
                     max([rss] + [r.max_rss_kb for r in results]), policy)
 

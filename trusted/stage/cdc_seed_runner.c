@@ -7,8 +7,10 @@
  *     limits <cpu_s> <as_bytes> <fsize_bytes> <wall_ms> <out_bytes>
  *     <nonce>\t<tb_top>\t<arg0>\x1f<arg1>\x1f...          one line per seed
  *   results (fd $CDC_RESULT_FD), one record per seed run, in order:
- *     R <index> <status> <cpu_us> <maxrss_kb> <timed_out> <flooded> <out_len> <err_len>\n<out><err>
- *     status: the exit code, or -<signal>.
+ *     R <index> <status> <cpu_us> <maxrss_kb> <timed_out> <flooded> <out_len> <err_len> <forked>\n<out><err>
+ *     status: the exit code, or -<signal>; forked: 1 when the seed was forked from the zygote.
+ *   optional second job line "zygote <n>\t<arg0>\x1f<arg1>...": start that simulator once and
+ *     fork from it every seed whose argv begins with its first n arguments (below, "zygote").
  *
  * Per seed: a fresh process in its own process group with its own RLIMIT_CPU / AS / FSIZE / CORE
  * and wall-clock deadline; stdout and stderr through pipes capped at out_bytes (a flood kills
@@ -702,8 +704,8 @@ int main(void) {
             return 2;
         }
         char head[256];
-        int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu\n", index, r.code, r.cpu_us,
-                          r.maxrss, r.timed_out, r.flooded, r.out.len, r.err.len);
+        int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu %d\n", index, r.code, r.cpu_us,
+                          r.maxrss, r.timed_out, r.flooded, r.out.len, r.err.len, done);
         write_all(res_fd, head, (size_t)hl);
         write_all(res_fd, r.out.data, r.out.len);
         write_all(res_fd, r.err.data, r.err.len);
