@@ -136,13 +136,15 @@ def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
 
 
 def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
-                     batch: bool = True) -> tuple[str, str]:
+                     batch: bool = True, x_safe: tuple[bool, str] | None = None) -> tuple[str, str]:
     """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
 
     Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
-    covers every seed the grade will run, so "auto" never gives a verdict Icarus would not give
-    (module docstring: why a first grade stays on Icarus); batched Verilator only for a hidden
-    stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
+    covers every seed the grade will run, or when ``x_safe`` (the gate's verdict on the
+    synthesized netlist, gate/xsafe.py: ``(safe, why)``) says no X or Z can exist in the design
+    after reset -- so "auto" never gives a verdict Icarus would not give because of X (module
+    docstring); batched Verilator only for a hidden stage of BATCH_MIN_SEEDS or more, and only
+    when ``batch``. Without a certificate and before the gate has run (``x_safe`` None): Icarus.
     """
     vis = visible_seeds(task)
     hid = hidden_for(task, hidden)
@@ -152,11 +154,17 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     if not allowed.ok:
         return "icarus", "auto: icarus (the submission does not pass the allowlist; nothing is built)"
     cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
-    if not cert.ok:
-        return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
-    if cert.basis != "parity":
-        return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
-                          f"this patch's is {cert.basis}: Verilator has no X/Z)")
+    licence = "certificate"
+    if not (cert.ok and cert.basis == "parity"):
+        if x_safe is not None and x_safe[0]:
+            licence = f"netlist X-safe: {x_safe[1]}"
+        elif x_safe is not None:
+            return "icarus", f"auto: icarus (the netlist is not X-safe: {x_safe[1]})"
+        elif not cert.ok:
+            return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
+        else:
+            return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
+                              f"this patch's is {cert.basis}: Verilator has no X/Z)")
     m = load_model(task)
     plans = {"icarus": m.icarus(len(vis), len(hid)),
              "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
@@ -164,4 +172,4 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
         plans["verilator batched"] = m.verilator_batched(len(vis), len(hid))
     best = min(plans, key=lambda k: plans[k])
     figures = ", ".join(f"{k} {v:.2f}" for k, v in sorted(plans.items(), key=lambda kv: kv[1]))
-    return best.split()[0], f"auto: {best} (predicted CPU-s: {figures}; cost model: {m.source})"
+    return best.split()[0], f"auto: {best} ({licence}; predicted CPU-s: {figures}; cost model: {m.source})"
