@@ -23,22 +23,71 @@ from __future__ import annotations
 from .cdc import PRIM_OUT, Netlist
 
 # Cells whose outputs are known whenever every input is known (Yosys internal cells, word level).
-_KNOWN_IN_KNOWN_OUT = frozenset({
-    "$not", "$pos", "$neg", "$and", "$or", "$xor", "$xnor", "$reduce_and", "$reduce_or",
-    "$reduce_xor", "$reduce_xnor", "$reduce_bool", "$logic_not", "$logic_and", "$logic_or",
-    "$shl", "$shr", "$sshl", "$sshr", "$shift", "$lt", "$le", "$eq", "$ne", "$eqx", "$nex",
-    "$ge", "$gt", "$add", "$sub", "$mul", "$mux", "$pmux", "$bmux", "$demux", "$bwmux",
-    "$concat", "$slice", "$lut", "$sop", "$alu", "$lcu", "$macc", "$fa",
-})
+_KNOWN_IN_KNOWN_OUT = frozenset(
+    {
+        "$not",
+        "$pos",
+        "$neg",
+        "$and",
+        "$or",
+        "$xor",
+        "$xnor",
+        "$reduce_and",
+        "$reduce_or",
+        "$reduce_xor",
+        "$reduce_xnor",
+        "$reduce_bool",
+        "$logic_not",
+        "$logic_and",
+        "$logic_or",
+        "$shl",
+        "$shr",
+        "$sshl",
+        "$sshr",
+        "$shift",
+        "$lt",
+        "$le",
+        "$eq",
+        "$ne",
+        "$eqx",
+        "$nex",
+        "$ge",
+        "$gt",
+        "$add",
+        "$sub",
+        "$mul",
+        "$mux",
+        "$pmux",
+        "$bmux",
+        "$demux",
+        "$bwmux",
+        "$concat",
+        "$slice",
+        "$lut",
+        "$sop",
+        "$alu",
+        "$lcu",
+        "$macc",
+        "$fa",
+    }
+)
 # Flops reset asynchronously / synchronously; the reset wins over the enable in all of them.
 _ASYNC_RESET = frozenset({"$adff", "$adffe"})
 _SYNC_RESET = frozenset({"$sdff", "$sdffe"})
 _DIVIDE = frozenset({"$div", "$mod", "$divfloor", "$modfloor"})
 # Primitive ports: clocks and active-low resets (cdc_ram has no reset: its entries start at 0).
-_PRIM_CLOCKS = {"cdc_sync_bus": ("clk_i",), "cdc_sync_bit": ("clk_i",),
-                "cdc_sync_pulse": ("src_clk_i", "dst_clk_i"), "cdc_ram": ("wclk_i", "rclk_i")}
-_PRIM_RESETS = {"cdc_sync_bus": ("rst_ni",), "cdc_sync_bit": ("rst_ni",),
-                "cdc_sync_pulse": ("src_rst_ni", "dst_rst_ni"), "cdc_ram": ()}
+_PRIM_CLOCKS = {
+    "cdc_sync_bus": ("clk_i",),
+    "cdc_sync_bit": ("clk_i",),
+    "cdc_sync_pulse": ("src_clk_i", "dst_clk_i"),
+    "cdc_ram": ("wclk_i", "rclk_i"),
+}
+_PRIM_RESETS = {
+    "cdc_sync_bus": ("rst_ni",),
+    "cdc_sync_bit": ("rst_ni",),
+    "cdc_sync_pulse": ("src_rst_ni", "dst_rst_ni"),
+    "cdc_ram": (),
+}
 
 
 def _known(value: object) -> bool:
@@ -87,11 +136,17 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             if not _known(p.get(f"{kind}_VALUE", "x")):
                 return False, f"flop {name} ({t}) resets to a value with X bits{where(name)}"
             if t in _SYNC_RESET and not port_bit(one(name, "CLK"), clocks):
-                return False, f"flop {name} ({t}) has a synchronous reset and is not clocked by a task clock{where(name)}"
+                return (
+                    False,
+                    f"flop {name} ({t}) has a synchronous reset, not clocked by a task clock{where(name)}",
+                )
             flops += 1
         elif t in _DIVIDE:
             if not all(b in ("0", "1") for b in net.conn(name, "B")) or "1" not in net.conn(name, "B"):
-                return False, f"{t} {name}: the divisor is not a non-zero constant (X on division by zero){where(name)}"
+                return (
+                    False,
+                    f"{t} {name}: divisor not a non-zero constant (X on division by zero){where(name)}",
+                )
         elif t == "$pow":
             if _param_int(p.get("B_SIGNED", 0)):
                 return False, f"$pow {name}: a signed exponent (X for 0 to a negative power){where(name)}"
@@ -100,8 +155,24 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             if _param_int(p.get("B_SIGNED", 0)) or (1 << b_w) - 1 + y_w > a_w:
                 return False, f"variable part-select {name} can read past its vector (X){where(name)}"
         elif t not in _KNOWN_IN_KNOWN_OUT:
-            what = ("state without a reset" if t in ("$dff", "$dffe", "$sdffce", "$aldff", "$aldffe",
-                                                     "$dffsr", "$dffsre", "$dlatch", "$adlatch", "$sr")
-                    else "memory" if t.startswith("$mem") else "a cell this check does not know")
+            what = (
+                "state without a reset"
+                if t
+                in (
+                    "$dff",
+                    "$dffe",
+                    "$sdffce",
+                    "$aldff",
+                    "$aldffe",
+                    "$dffsr",
+                    "$dffsre",
+                    "$dlatch",
+                    "$adlatch",
+                    "$sr",
+                )
+                else "memory"
+                if t.startswith("$mem")
+                else "a cell this check does not know"
+            )
             return False, f"{name} ({t}): {what}{where(name)}"
     return True, f"every one of {flops} flops is reset by a task reset; no cell makes X from known inputs"
