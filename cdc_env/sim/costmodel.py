@@ -11,21 +11,19 @@ measured model shipped with the package for this task (``cdc_env/cost_models.jso
 
 **What ``sim="auto"`` may choose.** ``choose_simulator`` predicts each plan's cost (Icarus;
 Verilator one at a time; Verilator batched, for a hidden stage of BATCH_MIN_SEEDS or more) and
-picks the cheapest it may use. Verilator is a candidate only where a parity certificate of basis
-``parity`` covers every seed of the grade -- one issued by ``cdc-env parity --certify`` or
-``cdc-env cost``, after Icarus, Verilator alone and Verilator batched agreed on this exact patch.
-A first grade (a new patch, what RL produces) therefore runs on Icarus under ``auto``, however
-cheap Verilator is. The reason is that Verilator is two-state: X and Z do not exist there. The
-harness fails a seed on Icarus when X or Z reaches a synchronizer input after reset, and a design
-can pass or fail on an X it creates (a register never reset, a read of an undriven net, an
-out-of-range table read). On Verilator that X is a 0 or a 1, so the same patch can pass there and
-fail on Icarus. If ``auto`` picked Verilator from cost alone, the verdict would depend on a cost
-figure, and a submission could buy a pass by making Icarus dearer. No static check we have tells
-exactly which designs would see an X at run time, and the X fixtures that fail on both
-simulators today prove nothing about the next one. A certificate of basis ``self-checked``
-(issued by a batched grade's own checks) compares Verilator only with itself, so it does not
-count here either. To grade first grades on Verilator, ask for it (``sim="verilator"``): the
-verdict is then Verilator's, by choice, not by a cost figure.
+picks the cheapest it may use. Verilator is two-state: X and Z do not exist there, and a design
+can pass or fail on an X (an unreset register, a division by zero, a read past a vector's end)
+that Verilator resolves to 0 or 1 -- the same patch could pass there and fail on Icarus, and if
+``auto`` ignored that, a submission could buy a pass by making Icarus dearer. So Verilator is a
+candidate only under one of two licences: a parity certificate of basis ``parity`` covering every
+seed of the grade (Icarus, Verilator alone and batched agreed on this exact patch), or -- for a
+first grade -- the gate's proof that no X or Z can exist in the synthesized netlist after reset
+(``gate/xsafe.py``; the argument is in docs/parity.md, "X safety"). ``grade`` chooses once before
+the gate (certificate or Icarus) and again after it, with the netlist's X safety. A netlist the
+check refuses stays on Icarus, whatever the cost; a certificate of basis ``self-checked`` compares
+Verilator only with itself and is no licence. The plan itself comes from the measured cost model,
+so ``auto`` follows the measurements (e.g. Icarus at 8+32 where its seeds are cheap, batched
+Verilator at 8+200), never a hard-coded simulator.
 """
 
 from __future__ import annotations
