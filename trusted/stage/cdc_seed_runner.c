@@ -21,6 +21,11 @@
  * left; if it cannot be, the runner stops (exit 2) and the grader runs the chunk seed by seed. The build folder is read-only. After
  * a seed times out no further seed is started (as in one-process-per-seed grading).
  *
+ * Zygote mode (see the block comment above zyg_start): seeds forked from one simulator process
+ * instead of exec'd; after a normal forked seed nothing is killed (the zygote reports anything a
+ * seed left, and then everything is killed and the rest run as fresh processes). The filter then
+ * also protects the zygote from its seeds.
+ *
  * This program holds every nonce of the stage; it is non-dumpable and the sandbox has no /proc
  * and no capabilities, so a seed cannot read them.
  *
