@@ -701,6 +701,34 @@ def test_a_design_that_needs_state_from_an_earlier_seed_never_passes(mode):
     assert grade(task, fresh, sim="icarus", hidden=8, gate=False)["verdict"] == "pass"
 
 
+@pytest.mark.skipif("icarus" not in _sims(), reason="Icarus Verilog is not installed")
+@pytest.mark.parametrize(("tid", "kind"), [("fifo_01", "reference"), ("handshake", "defective")])
+def test_forked_seeds_give_the_results_of_fresh_processes(tid, kind, monkeypatch):
+    """Identity of several seeds per vvp process: every seed's status, reason, check count, trace
+    hash and end time equal those of one fresh vvp per seed (same stage sandboxes, zygote off),
+    and the forked run really forked every seed."""
+    from cdc_env.sim import stage as sim_stage
+
+    task = load_task(tid)
+    text = task.reference_text if kind == "reference" else task.defective_text
+    runs = {}
+    real = sim_stage.run_stage_sandboxed
+    seen: list = []
+
+    def spy(*a, **k):
+        seen.append(real(*a, **k))
+        return seen[-1]
+
+    monkeypatch.setattr(sim_stage, "run_stage_sandboxed", spy)
+    for z in ("0", "1"):
+        monkeypatch.setenv(sim_stage.ZYGOTE_ENV, z)
+        seen.clear()
+        r = grade(task, text, sim="icarus", hidden=24)
+        runs[z] = (r["verdict"], {st: r["seeds"][st]["results"] for st in r["seeds"]})
+        assert seen and all(x is not None and all(s.forked == (z == "1") for s in x) for x in seen)
+    assert runs["1"] == runs["0"]
+
+
 @pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")
 def test_the_state_probes_detect_state_within_one_sandbox(tmp_path):
     """Control for the IPC / key / queue / process probes above: left inside one sandbox by one
