@@ -247,7 +247,9 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
         return steps
     assert g.netlist is not None
     if auto and "x_safe" in g.netlist:
-        name, choice = choose_simulator(task, allowed.text, hidden=hidden, settle=settle, batch=batch,
+        # without a parity certificate only the self-checked policy batches a first grade
+        name, choice = choose_simulator(task, allowed.text, hidden=hidden, settle=settle,
+                                        batch=batch and policy != "certified",
                                         x_safe=(g.netlist["x_safe"], g.netlist["x_why"]))
         simulator = get_simulator(name)
         report.simulator = {"name": simulator.name, "version": simulator.version(), "choice": choice}
