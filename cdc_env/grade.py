@@ -247,10 +247,9 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
         return steps
     assert g.netlist is not None
     if auto and "x_safe" in g.netlist:
-        # without a parity certificate only the self-checked policy batches a first grade
-        name, choice = choose_simulator(task, allowed.text, hidden=hidden, settle=settle,
-                                        batch=batch and policy != "certified",
-                                        x_safe=(g.netlist["x_safe"], g.netlist["x_why"]))
+        name, choice = choose_simulator(task, allowed.text, hidden=hidden, settle=settle, batch=batch,
+                                        x_safe=(g.netlist["x_safe"], g.netlist["x_why"]),
+                                        batch_needs_certificate=policy == "certified")
         simulator = get_simulator(name)
         report.simulator = {"name": simulator.name, "version": simulator.version(), "choice": choice}
     built = {task.editable: g.netlist["verilog"]}  # the netlist holds the task's read-only sources, flattened

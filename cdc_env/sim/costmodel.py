@@ -134,7 +134,8 @@ def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
 
 
 def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
-                     batch: bool = True, x_safe: tuple[bool, str] | None = None) -> tuple[str, str]:
+                     batch: bool = True, x_safe: tuple[bool, str] | None = None,
+                     batch_needs_certificate: bool = False) -> tuple[str, str]:
     """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
 
     Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
@@ -142,7 +143,9 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     synthesized netlist, gate/xsafe.py: ``(safe, why)``) says no X or Z can exist in the design
     after reset -- so "auto" never gives a verdict Icarus would not give because of X (module
     docstring); batched Verilator only for a hidden stage of BATCH_MIN_SEEDS or more, and only
-    when ``batch``. Without a certificate and before the gate has run (``x_safe`` None): Icarus.
+    when ``batch`` (and, with ``batch_needs_certificate`` -- the "certified" batching policy --
+    only under the certificate). Without a certificate and before the gate has run (``x_safe``
+    None): Icarus.
     """
     vis = visible_seeds(task)
     hid = hidden_for(task, hidden)
@@ -166,7 +169,7 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     m = load_model(task)
     plans = {"icarus": m.icarus(len(vis), len(hid)),
              "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
-    if batch and len(hid) >= BATCH_MIN_SEEDS:
+    if batch and len(hid) >= BATCH_MIN_SEEDS and (licence == "certificate" or not batch_needs_certificate):
         plans["verilator batched"] = m.verilator_batched(len(vis), len(hid))
     best = min(plans, key=lambda k: plans[k])
     figures = ", ".join(f"{k} {v:.2f}" for k, v in sorted(plans.items(), key=lambda kv: kv[1]))
