@@ -13,7 +13,9 @@ For each task's reference fix and each hidden-stage size N (plus the task's visi
   built (model cache off, as above), the hidden stage (N >= 24) batches, re-runs in reverse order
   and runs two seeds alone, and issues a certificate;
 * ``verilator_regrade``: the same patch graded again: the model comes from the per-patch cache
-  (on for both grades of this mode) and the stage is checked against the certificate as well.
+  (on for both grades of this mode) and the stage is checked against the certificate as well;
+* ``auto_first``: a first grade under ``sim="auto"`` (model cache off, as above): the simulator
+  the cost model picks for the X-safe netlist (``hidden_mode`` and stderr say what ran).
 
 The CPU of a grade is ``report["cpu_s"]`` (the grading process plus every tool process, each
 tool run measured by its own cgroup). Maximum of ``--runs`` runs. Core-hours per million grades
@@ -32,11 +34,11 @@ from cdc_env.grade import grade
 from cdc_env.sim.verilator import MODEL_CACHE_ENV
 from cdc_env.task import load_task
 
-MODES = ("icarus", "verilator_alone", "verilator_first", "verilator_regrade")
+MODES = ("icarus", "verilator_alone", "verilator_first", "verilator_regrade", "auto_first")
 
 
 def one(task, n: int, mode: str, patch: str) -> dict:
-    if mode in ("verilator_alone", "verilator_first"):
+    if mode in ("verilator_alone", "verilator_first", "auto_first"):
         os.environ[MODEL_CACHE_ENV] = "0"  # a first grade builds its model
     else:
         os.environ.pop(MODEL_CACHE_ENV, None)
@@ -44,6 +46,8 @@ def one(task, n: int, mode: str, patch: str) -> dict:
         r = grade(task, patch, sim="icarus", hidden=n)
     elif mode == "verilator_alone":
         r = grade(task, patch, sim="verilator", hidden=n, batch=False)
+    elif mode == "auto_first":
+        r = grade(task, patch, sim="auto", hidden=n)
     else:
         r = grade(task, patch, sim="verilator", hidden=n, batch_policy="self-checked")
     if r["verdict"] != "pass":
@@ -64,8 +68,8 @@ def measure(task_id: str, sizes: list[int], runs: int, modes: tuple[str, ...] = 
                     r = one(task, n, mode, patch)
                 cpus.append(r["cpu_s"])
             row["cpu_s"][f"{mode}@{n}"] = round(max(cpus), 3)
-            row["hidden_mode"][f"{mode}@{n}"] = r["seeds"]["hidden"]["mode"]
-            print(f"{task_id} {mode} 8+{n}: {max(cpus):.2f} CPU-s ({r['seeds']['hidden']['mode']})",
+            row["hidden_mode"][f"{mode}@{n}"] = f"{r['simulator']['name']} {r['seeds']['hidden']['mode']}"
+            print(f"{task_id} {mode} 8+{n}: {max(cpus):.2f} CPU-s ({row['hidden_mode'][f'{mode}@{n}']})",
                   file=sys.stderr, flush=True)
     return row
 
