@@ -2,9 +2,12 @@
 overhead against grading the same predictions one by one in a single process.
 
     python3 bench/bench_batch.py -n 200 --hidden 8 --workers 2 --ray-cpus 2 --out /tmp/bench-batch
+    python3 bench/bench_batch.py -n 60 --hidden 32 --skip pool --skip ray --sim auto  # one worker, RL-like
 
-Steps: (1) write the predictions (bench/make_predictions.py); (2) the single-grade cost: every
-prediction graded in this process, one after another; (3) grade-batch on the local pool; (4)
+Steps: (1) write the predictions (bench/make_predictions.py): an RL-like mix of first grades --
+every line a different patch (reference fixes, defects, the reward-hack registry); (2) the
+single-grade cost: every prediction graded in this process, one after another (one worker: its
+grades per core-hour is the throughput figure of the README); (3) grade-batch on the local pool; (4)
 grade-batch on a local Ray cluster started here (``ray.init(num_cpus=...)``).
 
 CPU is measured with a cgroup (v1 cpuacct, or v2 cpu.stat) that this process moves into first:
@@ -193,6 +196,9 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/bench-batch")
     ap.add_argument("--predictions", help="use this file instead of generating one")
     ap.add_argument("--skip", choices=["serial", "pool", "ray"], action="append", default=[])
+    ap.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "auto"],
+                    help="simulator of every line (default icarus, the grader's default); the lines "
+                         "are the Icarus registry's either way")
     args = ap.parse_args()
     global METER
     METER = CpuMeter()
@@ -214,9 +220,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.predictions:
         pred.write_text("\n".join(make_predictions.make(args.n, 17, "icarus", True, 0)) + "\n")
     known = {t.id for t in list_tasks()}
-    jobs, bad = read_predictions(pred, sim="icarus", hidden=args.hidden, known_tasks=known)
-    print(f"{len(jobs)} predictions ({len(bad)} bad lines), hidden={args.hidden}, on {os.cpu_count()} CPUs",
-          flush=True)
+    jobs, bad = read_predictions(pred, sim=args.sim, hidden=args.hidden, known_tasks=known)
+    print(f"{len(jobs)} predictions ({len(bad)} bad lines), sim={args.sim}, hidden={args.hidden}, "
+          f"on {os.cpu_count()} CPUs", flush=True)
     rows = []
     base_cpu = None
     if "serial" not in args.skip:

@@ -152,7 +152,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         task = load_task(task) if isinstance(task, str) else task
         hidden_for(task, hidden)  # a bad ``hidden`` is the caller's ValueError, before anything runs
         choice = ""
-        if sim == "auto":
+        auto = sim == "auto"
+        if auto:  # before the gate: a certificate, else Icarus; after it, the netlist's X safety
             sim, choice = choose_simulator(task, submission, hidden=hidden, settle=settle, batch=batch)
         simulator = get_simulator(sim)
         first_selftest = sandbox and selftest.cache_info().currsize == 0
@@ -172,7 +173,8 @@ def grade(task: Task | str, submission: str | bytes, *, sim: str = "icarus",
         cost = {"child_cpu": box.cpu_s if box is not None and first_selftest else 0.0}  # once per process
         steps = _pipeline(report, cost, task, simulator, submission, box, hidden=hidden, settle=settle,
                           gate=gate, sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir,
-                          batch=batch, seed_limits=seed_limits, disable=disable, policy=policy)
+                          batch=batch, seed_limits=seed_limits, disable=disable, policy=policy,
+                          auto=auto)
         done = {s.stage.name for s in steps}
         steps += [Step(Stage(name, "skipped", "")) for name in STAGE_NAMES if name not in done]
         steps.sort(key=lambda s: STAGE_NAMES.index(s.stage.name))
@@ -191,9 +193,11 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
               box: SelfTest | None, *,
               hidden: int | str | None, settle: bool, gate: bool, sandbox: bool, jobs: int | None,
               progress: Progress | None, keep_dir: Path | None, batch: bool, seed_limits: Limits,
-              disable: frozenset[str], policy: str) -> list[Step]:
+              disable: frozenset[str], policy: str, auto: bool = False) -> list[Step]:
     """Run the stages up to the first that stops the grade; fill ``report``'s findings, seeds,
-    fingerprints and peak memory, and ``cost["child_cpu"]`` (the tools' CPU); return the steps."""
+    fingerprints and peak memory, and ``cost["child_cpu"]`` (the tools' CPU); return the steps.
+    ``auto``: the simulator was chosen by ``sim="auto"``; once the gate has passed, the choice is
+    made again with the netlist's X safety (costmodel.choose_simulator)."""
     steps: list[Step] = []
     if box is not None and not box.ok:
         return [Step(Stage("build", "tool_error", box.reason), box.reason)]
@@ -242,6 +246,12 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     if g.status != "pass":
         return steps
     assert g.netlist is not None
+    if auto and "x_safe" in g.netlist:
+        name, choice = choose_simulator(task, allowed.text, hidden=hidden, settle=settle, batch=batch,
+                                        x_safe=(g.netlist["x_safe"], g.netlist["x_why"]),
+                                        batch_needs_certificate=policy == "certified")
+        simulator = get_simulator(name)
+        report.simulator = {"name": simulator.name, "version": simulator.version(), "choice": choice}
     built = {task.editable: g.netlist["verilog"]}  # the netlist holds the task's read-only sources, flattened
     return _simulate(report, cost, task, simulator, steps, built, allowed.text, hidden=hidden, settle=settle,
                      sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir, batch=batch,

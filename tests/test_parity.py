@@ -5,7 +5,8 @@
 * a certified stage batches, and its results equal Icarus's;
 * a tampered or a stale certificate is refused and the stage runs seed by seed;
 * a harness bug that leaks state between seeds is caught by the reverse-order re-run;
-* Icarus and stages under 24 seeds never batch; sim="auto" uses Verilator only under a certificate.
+* Icarus and stages under 24 seeds never batch; before the gate sim="auto" uses Verilator only under a
+  certificate (after it, also for a netlist proven X-safe: test_xsafe.py).
 (The self-checked policy, the default, is tested in test_batch_policy.py; the tests here that
 need the old rule ask for batch_policy="certified".)
 """

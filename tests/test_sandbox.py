@@ -47,6 +47,13 @@ class Mode:
     def __init__(self, name: str) -> None:
         self.name = name
         self.runs: list[bool] = []  # stage mode: one entry per chunk, False = the runner failed
+        self.forked: list[bool] = []  # per chunk: every seed forked from one simulator process
+
+    def assert_forked(self, sim: str) -> None:
+        """Stage mode on Icarus: every seed of every chunk was forked at time 0 from the chunk's
+        one vvp process (the runner's zygote mode, issue 26), so the proof ran against it."""
+        if self.name == "stage" and sim == "icarus":
+            assert self.forked and all(self.forked), f"a chunk did not fork its seeds: {self.forked}"
 
     def assert_runner_held(self) -> None:
         """Stage mode: every chunk was run and reported by its runner (none fell back to one
@@ -67,6 +74,7 @@ def mode(request, monkeypatch) -> Mode:
     def spy(*a, **k):
         res = real(*a, **k)
         m.runs.append(res is not None)
+        m.forked.append(res is not None and all(r.forked for r in res))
         return res
 
     monkeypatch.setattr(sim_stage, "run_stage_sandboxed", spy)
@@ -649,9 +657,76 @@ def test_a_seed_leaves_nothing_for_the_next_seed(sim, mode):
     r = grade(task, _leave_state(sim), sim=sim, hidden=8, gate=False)
     assert r["verdict"] == "pass", r["reason"]
     mode.assert_runner_held()
+    mode.assert_forked(sim)
     # control: a seed that leaves its /tmp marker before looking finds it (the probe can trip)
     ctl = grade(task, _leave_state(sim, create_first=True), sim=sim, hidden=0, gate=False)
     assert ctl["verdict"] == "fail", ctl["reason"]
+
+
+# What one process would carry from a seed to the next if seeds shared a simulator process: the
+# system tasks' own state ($random's seed), files, and the verdict module's plusarg slots. Icarus
+# seeds of a stage sandbox are forked at time 0 from one vvp (issue 26); each must see exactly
+# what a fresh vvp sees. FRESH_RANDOM: the first $random of a fresh Icarus 11 process.
+FRESH_RANDOM = 303379748
+_CARRIED = f"""    probe_r = $random;
+    if (probe_r != {FRESH_RANDOM}) leak_q = 1'b0;
+    probe_fd = $fopen("/tmp/cdc_carry", "r");
+    if (probe_fd != 0) leak_q = 1'b0;
+    probe_fd = $fopen("/tmp/cdc_carry", "w");
+    if (probe_fd != 0) $fclose(probe_fd);
+    if ($test$plusargs("cdc_zygote_slot")) leak_q = 1'b0;"""
+
+
+def _carried_fix(body: str) -> str:
+    """A design that is stalled (fails) unless it finds state carried over from an earlier seed."""
+    return _stall_fix(body).replace("reg leak_q = 1'b0;", "reg leak_q = 1'b1;")
+
+
+@pytest.mark.skipif("icarus" not in _sims(), reason="Icarus Verilog is not installed")
+def test_a_design_that_needs_state_from_an_earlier_seed_never_passes(mode):
+    """The seed-isolation proof of several Icarus seeds per vvp process: the design works only
+    when it finds what an earlier seed left (its $random advanced, its file in /tmp, or the
+    verdict module's placeholder plusargs), so with seeds isolated every seed fails -- with the
+    very results one fresh process per seed gives -- and the stage really forked its seeds.
+    Controls: the probe trips when the state is there (the design advances $random itself), and
+    FRESH_RANDOM is what a fresh process sees (a design that needs it passes)."""
+    task = load_task("handshake")
+    r = grade(task, _carried_fix(_CARRIED), sim="icarus", hidden=8, gate=False)
+    assert r["verdict"] == "fail" and r["seeds"]["visible"]["passed"] == 0, r["reason"]
+    mode.assert_runner_held()
+    mode.assert_forked("icarus")
+    ctl = grade(task, _carried_fix("    probe_r = $random;\n" + _CARRIED), sim="icarus", hidden=0, gate=False)
+    assert ctl["verdict"] == "pass", ctl["reason"]
+    fresh = _stall_fix(f"    probe_r = $random;\n    if (probe_r != {FRESH_RANDOM}) leak_q = 1'b1;")
+    assert grade(task, fresh, sim="icarus", hidden=8, gate=False)["verdict"] == "pass"
+
+
+@pytest.mark.skipif("icarus" not in _sims(), reason="Icarus Verilog is not installed")
+@pytest.mark.parametrize(("tid", "kind"), [("fifo_01", "reference"), ("handshake", "defective")])
+def test_forked_seeds_give_the_results_of_fresh_processes(tid, kind, monkeypatch):
+    """Identity of several seeds per vvp process: every seed's status, reason, check count, trace
+    hash and end time equal those of one fresh vvp per seed (same stage sandboxes, zygote off),
+    and the forked run really forked every seed."""
+    from cdc_env.sim import stage as sim_stage
+
+    task = load_task(tid)
+    text = task.reference_text if kind == "reference" else task.defective_text
+    runs = {}
+    real = sim_stage.run_stage_sandboxed
+    seen: list = []
+
+    def spy(*a, **k):
+        seen.append(real(*a, **k))
+        return seen[-1]
+
+    monkeypatch.setattr(sim_stage, "run_stage_sandboxed", spy)
+    for z in ("0", "1"):
+        monkeypatch.setenv(sim_stage.ZYGOTE_ENV, z)
+        seen.clear()
+        r = grade(task, text, sim="icarus", hidden=24)
+        runs[z] = (r["verdict"], {st: r["seeds"][st]["results"] for st in r["seeds"]})
+        assert seen and all(x is not None and all(s.forked == (z == "1") for s in x) for x in seen)
+    assert runs["1"] == runs["0"]
 
 
 @pytest.mark.skipif("verilator" not in _sims(), reason="Verilator is not installed")

@@ -50,7 +50,8 @@ class GateResult:
     findings: list[dict] = field(default_factory=list)
     cpu_s: float = 0.0
     detail: str = ""
-    netlist: dict | None = None  # {"verilog", "sha256", "cells", "flops"}: what the simulators build
+    netlist: dict | None = None  # {"verilog", "sha256", "cells", "flops", "x_safe", "x_why"}: what the
+    # simulators build, and whether any X can exist in it after reset (xsafe.py)
     summary: dict | None = None  # cdc.summary: flops per domain, primitives, crossings
 
     @property

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cdc, frontend, policy, synth
+from . import cdc, frontend, policy, synth, xsafe
 from .rules import finding
 
 
@@ -58,9 +58,11 @@ def analyse(job: Job) -> dict:
     else:
         summary = cdc.summary_of(result["json"], job.top, job.clocks, job.resets)
     verilog = result["verilog"]
+    x_safe, x_why = xsafe.check(result["json"], job.top, job.clocks, job.resets)
     return {"findings": cdc.dedupe(out),
             "netlist": {"verilog": verilog, "sha256": synth.netlist_hash(verilog),
-                        "cells": summary.get("cells", 0), "flops": summary.get("flops", 0)},
+                        "cells": summary.get("cells", 0), "flops": summary.get("flops", 0),
+                        "x_safe": x_safe, "x_why": x_why},
             "summary": summary}
 
 

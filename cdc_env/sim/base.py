@@ -58,6 +58,7 @@ class SeedResult:
     sim_time_ps: int = 0
     cpu_s: float = 0.0
     max_rss_kb: int = 0
+    forked: bool = False  # forked at time 0 from the stage's one simulator process (stage.py, zygote)
 
     def key(self) -> tuple:
         """What must be identical between simulators and between replays."""
@@ -280,6 +281,13 @@ class Simulator(ABC):
     def seed_ro_paths(self, build: Build) -> tuple[Path, ...]:
         """Read-only paths a seed needs besides the build folder."""
         return ()
+
+    def zygote_argv(self, build: Build) -> tuple[list[str], int] | None:
+        """Where the seeds of a stage can be forked at time 0 from one simulator process (the stage
+        runner's zygote mode, trusted/stage/cdc_seed_runner.c): (the command of that process, n),
+        where every seed's ``seed_argv`` starts with the same first n arguments and the rest are
+        its plusargs. None: every seed is a fresh process."""
+        return None
 
     def run_seed(self, build: Build, plan: SeedPlan, *, settle: bool, sandbox: bool = True,
                  limits: Limits = SEED_LIMITS) -> SeedResult:

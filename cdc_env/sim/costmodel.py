@@ -11,21 +11,19 @@ measured model shipped with the package for this task (``cdc_env/cost_models.jso
 
 **What ``sim="auto"`` may choose.** ``choose_simulator`` predicts each plan's cost (Icarus;
 Verilator one at a time; Verilator batched, for a hidden stage of BATCH_MIN_SEEDS or more) and
-picks the cheapest it may use. Verilator is a candidate only where a parity certificate of basis
-``parity`` covers every seed of the grade -- one issued by ``cdc-env parity --certify`` or
-``cdc-env cost``, after Icarus, Verilator alone and Verilator batched agreed on this exact patch.
-A first grade (a new patch, what RL produces) therefore runs on Icarus under ``auto``, however
-cheap Verilator is. The reason is that Verilator is two-state: X and Z do not exist there. The
-harness fails a seed on Icarus when X or Z reaches a synchronizer input after reset, and a design
-can pass or fail on an X it creates (a register never reset, a read of an undriven net, an
-out-of-range table read). On Verilator that X is a 0 or a 1, so the same patch can pass there and
-fail on Icarus. If ``auto`` picked Verilator from cost alone, the verdict would depend on a cost
-figure, and a submission could buy a pass by making Icarus dearer. No static check we have tells
-exactly which designs would see an X at run time, and the X fixtures that fail on both
-simulators today prove nothing about the next one. A certificate of basis ``self-checked``
-(issued by a batched grade's own checks) compares Verilator only with itself, so it does not
-count here either. To grade first grades on Verilator, ask for it (``sim="verilator"``): the
-verdict is then Verilator's, by choice, not by a cost figure.
+picks the cheapest it may use. Verilator is two-state: X and Z do not exist there, and a design
+can pass or fail on an X (an unreset register, a division by zero, a read past a vector's end)
+that Verilator resolves to 0 or 1 -- the same patch could pass there and fail on Icarus, and if
+``auto`` ignored that, a submission could buy a pass by making Icarus dearer. So Verilator is a
+candidate only under one of two licences: a parity certificate of basis ``parity`` covering every
+seed of the grade (Icarus, Verilator alone and batched agreed on this exact patch), or -- for a
+first grade -- the gate's proof that no X or Z can exist in the synthesized netlist after reset
+(``gate/xsafe.py``; the argument is in docs/parity.md, "X safety"). ``grade`` chooses once before
+the gate (certificate or Icarus) and again after it, with the netlist's X safety. A netlist the
+check refuses stays on Icarus, whatever the cost; a certificate of basis ``self-checked`` compares
+Verilator only with itself and is no licence. The plan itself comes from the measured cost model,
+so ``auto`` follows the measurements (e.g. Icarus at 8+32 where its seeds are cheap, batched
+Verilator at 8+200), never a hard-coded simulator.
 """
 
 from __future__ import annotations
@@ -137,13 +135,18 @@ def ship_models(rows: list[dict], path: Path = SHIPPED_MODELS) -> Path:
 
 
 def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str | None, settle: bool,
-                     batch: bool = True) -> tuple[str, str]:
+                     batch: bool = True, x_safe: tuple[bool, str] | None = None,
+                     batch_needs_certificate: bool = False) -> tuple[str, str]:
     """``(simulator name, reason)`` for ``grade(sim="auto")``: the cheapest plan it may use.
 
     Verilator is a candidate only when a valid certificate of basis "parity" (Icarus compared)
-    covers every seed the grade will run, so "auto" never gives a verdict Icarus would not give
-    (module docstring: why a first grade stays on Icarus); batched Verilator only for a hidden
-    stage of BATCH_MIN_SEEDS or more, and only when ``batch``.
+    covers every seed the grade will run, or when ``x_safe`` (the gate's verdict on the
+    synthesized netlist, gate/xsafe.py: ``(safe, why)``) says no X or Z can exist in the design
+    after reset -- so "auto" never gives a verdict Icarus would not give because of X (module
+    docstring); batched Verilator only for a hidden stage of BATCH_MIN_SEEDS or more, and only
+    when ``batch`` (and, with ``batch_needs_certificate`` -- the "certified" batching policy --
+    only under the certificate). Without a certificate and before the gate has run (``x_safe``
+    None): Icarus.
     """
     vis = visible_seeds(task)
     hid = hidden_for(task, hidden)
@@ -153,16 +156,22 @@ def choose_simulator(task: Task, submission: str | bytes, *, hidden: int | str |
     if not allowed.ok:
         return "icarus", "auto: icarus (the submission does not pass the allowlist; nothing is built)"
     cert = check_certificate(task, allowed.text, vis + hid, settle=settle)
-    if not cert.ok:
-        return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
-    if cert.basis != "parity":
-        return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
-                          f"this patch's is {cert.basis}: Verilator has no X/Z)")
+    licence = "certificate"
+    if not (cert.ok and cert.basis == "parity"):
+        if x_safe is not None and x_safe[0]:
+            licence = f"netlist X-safe: {x_safe[1]}"
+        elif x_safe is not None:
+            return "icarus", f"auto: icarus (the netlist is not X-safe: {x_safe[1]})"
+        elif not cert.ok:
+            return "icarus", f"auto: icarus (Verilator needs a parity certificate: {cert.reason})"
+        else:
+            return "icarus", ("auto: icarus (Verilator needs a certificate that compared it with Icarus; "
+                              f"this patch's is {cert.basis}: Verilator has no X/Z)")
     m = load_model(task)
     plans = {"icarus": m.icarus(len(vis), len(hid)),
              "verilator one-at-a-time": m.verilator_alone(len(vis), len(hid))}
-    if batch and len(hid) >= BATCH_MIN_SEEDS:
+    if batch and len(hid) >= BATCH_MIN_SEEDS and (licence == "certificate" or not batch_needs_certificate):
         plans["verilator batched"] = m.verilator_batched(len(vis), len(hid))
     best = min(plans, key=lambda k: plans[k])
     figures = ", ".join(f"{k} {v:.2f}" for k, v in sorted(plans.items(), key=lambda kv: kv[1]))
-    return best.split()[0], f"auto: {best} (predicted CPU-s: {figures}; cost model: {m.source})"
+    return best.split()[0], f"auto: {best} ({licence}; predicted CPU-s: {figures}; cost model: {m.source})"

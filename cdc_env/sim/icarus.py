@@ -1,6 +1,8 @@
-"""The Icarus Verilog backend: compile once with iverilog, run vvp per seed.
+"""The Icarus Verilog backend: compile once with iverilog, run the seeds with vvp.
 
-Icarus is four-state (it models X and Z) and runs every seed in its own process. Its verdict
+Icarus is four-state (it models X and Z). In a stage sandbox the seeds are forked one by one from
+one vvp process stopped at time 0 (the stage runner's zygote mode), so vvp starts and loads the
+design once per stage; each seed is still a process of its own, a copy of the same time-0 image. Its verdict
 channel is the VPI module trusted/icarus/cdc_verdict.c (built once and cached). Also here: what
 the always_comb rewrite Icarus 11 needs (kept for builds of source text, e.g. the
 primitives' unit tests; a graded design is always the synthesized netlist).
@@ -84,8 +86,15 @@ class Icarus(Simulator):
     def seed_ro_paths(self, build: Build) -> tuple[Path, ...]:
         return (Path(build.extra["vpi"]),)
 
+    def zygote_argv(self, build: Build) -> tuple[list[str], int] | None:
+        # the verdict module forks each seed at the start of simulation and writes its plusargs
+        # into these placeholder slots (trusted/icarus/cdc_verdict.c, "zygote mode")
+        return ["vvp", "-n", "sim.vvp", *[ZYGOTE_SLOT] * ZYGOTE_SLOTS], 3
+
 
 VPI_NAME = "cdc_verdict"
+ZYGOTE_SLOT = "+cdc_zygote_slot"
+ZYGOTE_SLOTS = 24  # at most this many plusargs per seed (a seed has about 8); more: a fresh process
 
 
 def vpi_source() -> Path:

@@ -54,13 +54,21 @@ RUNNER = "cdc_seed_runner"
 # One sandbox per chunk of a stage with the trusted runner (the default); "0": one sandbox per
 # seed. Every gate-off proof of tests/test_sandbox.py runs under both.
 STAGE_ENV = "CDC_ENV_STAGE_SANDBOX"
-_RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)\n")
+# "0": no zygote (every seed of a stage sandbox exec'd afresh, as before issue 26)
+ZYGOTE_ENV = "CDC_ENV_ZYGOTE"
+_RECORD = re.compile(rb"R (\d+) (-?\d+) (\d+) (\d+) ([01]) ([01]) (\d+) (\d+)(?: ([01]))?\n")
 
 
 def stage_runner(*, sandbox: bool = True) -> Path:
     """The cached trusted seed runner (trusted/stage/cdc_seed_runner.c), built with gcc."""
     src = paths.trusted_source("stage", f"{RUNNER}.c")
     return cached_binary("seed-runner", src, RUNNER, f"gcc -O2 -o {RUNNER} {RUNNER}.c", "1", sandbox=sandbox)
+
+
+def zygote_on() -> bool:
+    """Seeds forked from one simulator process per stage sandbox, where the backend can
+    (``Simulator.zygote_argv``), unless ``CDC_ENV_ZYGOTE=0``."""
+    return os.environ.get(ZYGOTE_ENV, "1") != "0"
 
 
 def stage_sandbox_on() -> bool:
@@ -129,7 +137,7 @@ class _ReportStream:
                 if b"\n" in self._buf[:200] or len(self._buf) >= 200:
                     self.bad = True
                 return
-            idx, code, cpu_us, rss, tout, flood, lo, le = (int(g) for g in m.groups())
+            idx, code, cpu_us, rss, tout, flood, lo, le, forked = (int(g or 0) for g in m.groups())
             body = m.end()
             if len(self._buf) < body + lo + le:
                 return
@@ -142,6 +150,7 @@ class _ReportStream:
             seed_proc = ProcResult(code, out, err, cpu_us / 1e6, 0.0, rss, bool(tout), bool(flood),
                                    accounting=self.method)
             self.results.append(parse_verdict(self.plans[idx].seed, seed_proc, self.nonces[idx]))
+            self.results[-1].forked = bool(forked)
 
 
 def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, settle: bool,
@@ -160,6 +169,9 @@ def run_stage_sandboxed(sim: Simulator, build: Build, plans: list[SeedPlan], *, 
     lines = [f"limits {limits.cpu_s} {limits.mem_bytes} {limits.file_bytes or limits.out_bytes} "
              f"{int(limits.wall_s * 1000)} {limits.out_bytes}"]
     tb_top = build.extra.get("tb_top", "-")
+    zygote = sim.zygote_argv(build) if zygote_on() and len(plans) > 1 else None
+    if zygote is not None and not any("\t" in a or "\n" in a or "\x1f" in a for a in zygote[0]):
+        lines.append(f"zygote {zygote[1]}\t" + "\x1f".join(zygote[0]))
     for plan, nonce in zip(plans, nonces, strict=True):
         argv = sim.seed_argv(build, plan, settle)
         if any("\t" in a or "\n" in a or "\x1f" in a for a in argv):
@@ -305,6 +317,8 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
         reason += "; every seed ran on its own"
     results = run_seeds(sim, build, task, seeds, settle=settle, sandbox=sandbox, jobs=jobs,
                         progress=progress, stage=stage, limits=limits)
+    if len(results) > 1 and all(r.forked for r in results):
+        reason += f"; each forked at time 0 from one {sim.name} process per sandbox"
     return StageRun(results, "one-at-a-time", reason, cpu + sum(r.cpu_s for r in results),
                     max([rss] + [r.max_rss_kb for r in results]), policy)
 

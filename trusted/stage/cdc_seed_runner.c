@@ -7,8 +7,10 @@
  *     limits <cpu_s> <as_bytes> <fsize_bytes> <wall_ms> <out_bytes>
  *     <nonce>\t<tb_top>\t<arg0>\x1f<arg1>\x1f...          one line per seed
  *   results (fd $CDC_RESULT_FD), one record per seed run, in order:
- *     R <index> <status> <cpu_us> <maxrss_kb> <timed_out> <flooded> <out_len> <err_len>\n<out><err>
- *     status: the exit code, or -<signal>.
+ *     R <index> <status> <cpu_us> <maxrss_kb> <timed_out> <flooded> <out_len> <err_len> <forked>\n<out><err>
+ *     status: the exit code, or -<signal>; forked: 1 when the seed was forked from the zygote.
+ *   optional second job line "zygote <n>\t<arg0>\x1f<arg1>...": start that simulator once and
+ *     fork from it every seed whose argv begins with its first n arguments (below, "zygote").
  *
  * Per seed: a fresh process in its own process group with its own RLIMIT_CPU / AS / FSIZE / CORE
  * and wall-clock deadline; stdout and stderr through pipes capped at out_bytes (a flood kills
@@ -18,6 +20,11 @@
  * (a size-bounded tmpfs) is emptied completely, whatever the modes, depth or path lengths a seed
  * left; if it cannot be, the runner stops (exit 2) and the grader runs the chunk seed by seed. The build folder is read-only. After
  * a seed times out no further seed is started (as in one-process-per-seed grading).
+ *
+ * Zygote mode (see the block comment above zyg_start): seeds forked from one simulator process
+ * instead of exec'd; after a normal forked seed nothing is killed (the zygote reports anything a
+ * seed left, and then everything is killed and the rest run as fresh processes). The filter then
+ * also protects the zygote from its seeds.
  *
  * This program holds every nonce of the stage; it is non-dumpable and the sandbox has no /proc
  * and no capabilities, so a seed cannot read them.
@@ -231,7 +238,7 @@ static void deny_arg0(struct filt* p, int nr, const unsigned* vals, int nv) {
     emit(p, (struct sock_filter)ALLOW);  /* this syscall, any other target */
 }
 
-static int install_filter(pid_t runner, pid_t runner_pgrp) {
+static int install_filter(pid_t runner, pid_t runner_pgrp, pid_t server) {
     struct filt p = {.n = 0};
     emit(&p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
 #if defined(__x86_64__)
@@ -254,27 +261,30 @@ static int install_filter(pid_t runner, pid_t runner_pgrp) {
 #endif
     };
     for (size_t i = 0; i < sizeof outright / sizeof outright[0]; i++) deny_nr(&p, outright[i]);
-    unsigned kill_targets[] = {(unsigned)runner, (unsigned)-1, 1u, (unsigned)-runner_pgrp};
-    deny_arg0(&p, SYS_kill, kill_targets, 4);
-    unsigned one_pid[] = {(unsigned)runner, 1u};
+    /* server: the zygote (a process of its own group) when seeds are forked from one, else 0 */
+    unsigned kill_targets[] = {(unsigned)runner, (unsigned)-1, 1u, (unsigned)-runner_pgrp,
+                               (unsigned)server, (unsigned)-server};
+    int nk = server > 0 ? 6 : 4, np = server > 0 ? 3 : 2;
+    deny_arg0(&p, SYS_kill, kill_targets, nk);
+    unsigned one_pid[] = {(unsigned)runner, 1u, (unsigned)server};
     /* no resource limit, priority or scheduling change for the runner or bubblewrap's init (a
      * seed could otherwise shrink the runner's limits or starve it); priorities by group or
      * user, and I/O priorities, reach them too: refused outright */
-    deny_arg0(&p, SYS_prlimit64, one_pid, 2);
+    deny_arg0(&p, SYS_prlimit64, one_pid, np);
     deny_nr(&p, SYS_setpriority);
     deny_nr(&p, SYS_ioprio_set);
-    deny_arg0(&p, SYS_sched_setaffinity, one_pid, 2);
-    deny_arg0(&p, SYS_sched_setscheduler, one_pid, 2);
-    deny_arg0(&p, SYS_sched_setparam, one_pid, 2);
+    deny_arg0(&p, SYS_sched_setaffinity, one_pid, np);
+    deny_arg0(&p, SYS_sched_setscheduler, one_pid, np);
+    deny_arg0(&p, SYS_sched_setparam, one_pid, np);
 #ifdef SYS_sched_setattr
-    deny_arg0(&p, SYS_sched_setattr, one_pid, 2);
+    deny_arg0(&p, SYS_sched_setattr, one_pid, np);
 #endif
-    deny_arg0(&p, SYS_tkill, one_pid, 2);
-    deny_arg0(&p, SYS_tgkill, one_pid, 2);
-    deny_arg0(&p, SYS_rt_sigqueueinfo, kill_targets, 4);
-    deny_arg0(&p, SYS_rt_tgsigqueueinfo, one_pid, 2);
+    deny_arg0(&p, SYS_tkill, one_pid, np);
+    deny_arg0(&p, SYS_tgkill, one_pid, np);
+    deny_arg0(&p, SYS_rt_sigqueueinfo, kill_targets, nk);
+    deny_arg0(&p, SYS_rt_tgsigqueueinfo, one_pid, np);
 #ifdef SYS_pidfd_open
-    deny_arg0(&p, SYS_pidfd_open, one_pid, 2);
+    deny_arg0(&p, SYS_pidfd_open, one_pid, np);
 #endif
     emit(&p, (struct sock_filter)ALLOW);
     if (p.n >= MAXF) return -1;
@@ -291,19 +301,284 @@ static int install_filter(pid_t runner, pid_t runner_pgrp) {
 static int filter_works(pid_t self, pid_t pgrp) {
     pid_t pid = fork();
     if (pid < 0) return 0;
-    if (pid == 0) _exit(install_filter(self, pgrp) == 0 && kill(self, 0) != 0 && errno == EPERM ? 0 : 1);
+    if (pid == 0) _exit(install_filter(self, pgrp, 0) == 0 && kill(self, 0) != 0 && errno == EPERM ? 0 : 1);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static void close_others(int keep) {
-    int low = keep > 3 ? (int)syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) : 0;
-    if (low != 0 || syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) != 0) {
-        struct rlimit rl;  /* no close_range: every descriptor up to the limit */
+/* Close every descriptor from lo up (close_range, else one by one up to the limit). */
+static void close_from(int lo) {
+    if (syscall(SYS_close_range, (unsigned)lo, ~0u, 0u) != 0) {
+        struct rlimit rl;
         int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1048576 ? (int)rl.rlim_cur : 1048576;
-        for (int fd = 3; fd < top; fd++)
-            if (fd != keep) close(fd);
+        for (int fd = lo; fd < top; fd++) close(fd);
+    }
+}
+
+static long g_cpu_s, g_wall_ms;
+static unsigned long long g_as, g_fsize, g_out_cap;
+static pid_t g_self, g_pgrp;
+
+/* In a freshly forked child: its own process group, the seed's limits, stdout/stderr onto the
+ * given pipes, stdin /dev/null, the descriptors in keep[] as 3, 4, ... (named in env_name as
+ * "3" or "3,4"), every other descriptor closed, the seccomp filter, exec. server: protect this
+ * process itself from what it forks (a zygote), else 0. Never returns. */
+static void exec_child(char** argv, int out_fd, int err_fd, const int* keep, int nkeep, const char* env_name,
+                       int server) {
+    setpgid(0, 0);
+    struct rlimit rl;
+    rl.rlim_cur = (rlim_t)g_cpu_s; rl.rlim_max = (rlim_t)g_cpu_s + 1;
+    setrlimit(RLIMIT_CPU, &rl);
+    rl.rlim_cur = rl.rlim_max = (rlim_t)g_as;
+    setrlimit(RLIMIT_AS, &rl);
+    rl.rlim_cur = rl.rlim_max = (rlim_t)g_fsize;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    rl.rlim_cur = rl.rlim_max = 0;
+    setrlimit(RLIMIT_CORE, &rl);
+    setrlimit(RLIMIT_MSGQUEUE, &rl);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    int hi[4];
+    for (int i = 0; i < nkeep && i < 4; i++) hi[i] = fcntl(keep[i], F_DUPFD, 64);
+    for (int i = 0; i < nkeep && i < 4; i++) dup2(hi[i], 3 + i);
+    close_from(3 + nkeep);
+    setenv(env_name, nkeep == 1 ? "3" : "3,4", 1);
+    signal(SIGPIPE, SIG_DFL);
+    if (install_filter(g_self, g_pgrp, server ? getpid() : 0) != 0) _exit(126);
+    execvp(argv[0], argv);
+    _exit(127);
+}
+
+struct seed_res {
+    int code, timed_out, flooded;
+    long long cpu_us;
+    long maxrss;
+    struct buf out, err;
+};
+
+/* Kill every process this program can signal in the sandbox (atomic: no fork escapes it) and
+ * wait until all are gone (every one is our descendant: we are the subreaper). */
+static void kill_all(void) {
+    kill(-1, SIGKILL);
+    for (;;) {
+        if (waitpid(-1, NULL, 0) > 0) continue;
+        if (errno == EINTR) continue;
+        break;  /* ECHILD */
+    }
+}
+
+static long long children_cpu_us(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return 0;
+    return (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+           (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+}
+
+/* The CPU limit ended the seed: a time-out, as in one sandbox per seed. */
+static void note_status(struct seed_res* r, int status) {
+    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
+                                (WTERMSIG(status) == SIGKILL && r->cpu_us >= (long long)g_cpu_s * 1000000)))
+        r->timed_out = 1;
+}
+
+static void drain(int fd, int open_, struct buf* b, int* flooded) {
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    while (open_ && !*flooded) {
+        ssize_t got = collect(fd, b, g_out_cap, flooded);
+        if (got <= 0) break;
+    }
+}
+
+/* One seed in a fresh process (exec). Everything it left is killed and reaped afterwards. */
+static void run_exec(char** argv, const char* nonce, const char* tb_top, struct seed_res* r) {
+    int np[2], op[2], ep[2];
+    if (pipe(np) || pipe(op) || pipe(ep)) exit(2);
+    char payload[600];
+    int plen = snprintf(payload, sizeof payload, "%s\n%s\n", nonce, tb_top);
+    write_all(np[1], payload, (size_t)plen);
+    close(np[1]);
+    pid_t pid = fork();
+    if (pid < 0) exit(2);
+    if (pid == 0) exec_child(argv, op[1], ep[1], &np[0], 1, "CDC_VERDICT_FD", 0);
+    close(np[0]);
+    close(op[1]);
+    close(ep[1]);
+    int open_out = 1, open_err = 1, exited = 0, status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    long long deadline = now_ms() + g_wall_ms;
+    while (!exited) {
+        struct pollfd pf[2] = {{open_out ? op[0] : -1, POLLIN, 0}, {open_err ? ep[0] : -1, POLLIN, 0}};
+        long long left = deadline - now_ms();
+        if (left <= 0) { r->timed_out = 1; break; }
+        int n = poll(pf, 2, (int)(left > 20 ? 20 : left));
+        if (n < 0 && errno != EINTR) break;
+        if (open_out && pf[0].revents && collect(op[0], &r->out, g_out_cap, &r->flooded) == 0) open_out = 0;
+        if (open_err && pf[1].revents && collect(ep[0], &r->err, g_out_cap, &r->flooded) == 0) open_err = 0;
+        if (r->flooded) break;
+        if (wait4(pid, &status, WNOHANG, &ru) == pid) exited = 1;
+    }
+    if (exited) {  /* drain what the seed wrote; its leftovers must not hold us */
+        drain(op[0], open_out, &r->out, &r->flooded);
+        drain(ep[0], open_err, &r->err, &r->flooded);
+    } else {
+        kill(-pid, SIGKILL);
+        while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
+    }
+    close(op[0]);
+    close(ep[0]);
+    kill_all();  /* whatever the seed left behind, in this PID namespace */
+    r->cpu_us = (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+                (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+    r->maxrss = ru.ru_maxrss;
+    note_status(r, status);
+}
+
+/* ---- several seeds forked from one simulator process at time 0 (a zygote) ----
+ * The zygote is the simulator started with the stage's common argv (plusargs replaced by
+ * placeholders) and CDC_ZYGOTE_FD=<requests>,<answers>; its trusted verdict module (Icarus:
+ * trusted/icarus/cdc_verdict.c) stops at the start of simulation, before any Verilog ran, and
+ * forks one child per request "<nonce>\t<tb_top>\t<plusargs>", answering "P <pid>" and then
+ * "X <status> <cpu_us> <maxrss_kb> <leftover>". Each seed is thus a fresh copy of the same time-0
+ * process. It runs under the seed's limits (set on the zygote, inherited; RLIMIT_CPU counts from
+ * the fork) and this program's filter, which also forbids any signal, prlimit or scheduling change
+ * aimed at the zygote. The zygote learns a nonce only when it forks that seed. Anything unusual --
+ * the zygote not ready, gone, a time-out, a flood, a process left behind -- ends zygote mode: the
+ * whole sandbox is killed, and the seed (if it has no complete result) and every later one run
+ * as fresh processes, as without a zygote. */
+struct zygote {
+    int alive, req, resp, out, err, open_out, open_err;
+    struct buf pre_out, pre_err;  /* what the simulator printed while loading: every seed's too */
+    char line[256];
+    size_t line_len;
+    long long base_us, reported_us;
+};
+
+static int try_write_all(int fd, const char* p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The next answer line of the zygote: 1 with z->line set, 0 not yet, -1 gone. */
+static int zyg_answer(struct zygote* z) {
+    for (;;) {
+        char c;
+        ssize_t n = read(z->resp, &c, 1);
+        if (n < 0 && (errno == EINTR)) continue;
+        if (n < 0 && errno == EAGAIN) return 0;
+        if (n <= 0) return -1;
+        if (c == '\n') { z->line[z->line_len] = '\0'; z->line_len = 0; return 1; }
+        if (z->line_len + 1 >= sizeof z->line) return -1;
+        z->line[z->line_len++] = c;
+    }
+}
+
+static void zyg_end(struct zygote* z) {
+    if (!z->alive) return;
+    kill_all();
+    close(z->req);
+    close(z->resp);
+    close(z->out);
+    close(z->err);
+    z->alive = 0;
+}
+
+/* Wait (until the deadline) for an answer line, collecting stdout/stderr into out/err.
+ * 1: a line; 0: deadline; -1: the zygote is gone; 2: flood. */
+static int zyg_wait(struct zygote* z, long long deadline, struct buf* out, struct buf* err, int* flooded) {
+    for (;;) {
+        int got = zyg_answer(z);
+        if (got != 0) return got;
+        long long left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd pf[3] = {{z->open_out ? z->out : -1, POLLIN, 0}, {z->open_err ? z->err : -1, POLLIN, 0},
+                               {z->resp, POLLIN, 0}};
+        int n = poll(pf, 3, (int)(left > 1000 ? 1000 : left));
+        if (n < 0 && errno != EINTR) return -1;
+        if (z->open_out && pf[0].revents && collect(z->out, out, g_out_cap, flooded) == 0) z->open_out = 0;
+        if (z->open_err && pf[1].revents && collect(z->err, err, g_out_cap, flooded) == 0) z->open_err = 0;
+        if (*flooded) return 2;
+    }
+}
+
+static void zyg_start(struct zygote* z, char** argv) {
+    memset(z, 0, sizeof *z);
+    int rq[2], rs[2], op[2], ep[2];
+    if (pipe(rq) || pipe(rs) || pipe(op) || pipe(ep)) return;
+    z->base_us = children_cpu_us();
+    pid_t pid = fork();
+    if (pid < 0) return;
+    if (pid == 0) {
+        int keep[2] = {rq[0], rs[1]};
+        exec_child(argv, op[1], ep[1], keep, 2, "CDC_ZYGOTE_FD", 1);
+    }
+    close(rq[0]);
+    close(rs[1]);
+    close(op[1]);
+    close(ep[1]);
+    z->req = rq[1];
+    z->resp = rs[0];
+    z->out = op[0];
+    z->err = ep[0];
+    z->open_out = z->open_err = 1;
+    fcntl(z->resp, F_SETFL, O_NONBLOCK);
+    fcntl(z->out, F_SETFL, O_NONBLOCK);
+    fcntl(z->err, F_SETFL, O_NONBLOCK);
+    z->pre_out.data = malloc(g_out_cap + 1);
+    z->pre_err.data = malloc(g_out_cap + 1);
+    z->alive = 1;
+    int flooded = 0;
+    int got = zyg_wait(z, now_ms() + g_wall_ms, &z->pre_out, &z->pre_err, &flooded);
+    if (got != 1 || strcmp(z->line, "ready") != 0) zyg_end(z);
+}
+
+/* One seed forked from the zygote: 1 with its result in r; 0 when the zygote was lost before the
+ * seed had a complete result (the caller runs the seed as a fresh process). */
+static int run_zygote(struct zygote* z, const char* request, struct seed_res* r) {
+    memcpy(r->out.data, z->pre_out.data, z->pre_out.len);
+    r->out.len = z->pre_out.len;
+    memcpy(r->err.data, z->pre_err.data, z->pre_err.len);
+    r->err.len = z->pre_err.len;
+    if (try_write_all(z->req, request, strlen(request)) != 0) { zyg_end(z); return 0; }
+    long long deadline = now_ms() + g_wall_ms;
+    for (;;) {
+        int got = zyg_wait(z, deadline, &r->out, &r->err, &r->flooded);
+        int code, leftover;
+        long long cpu_us;
+        long maxrss;
+        if (got == 1 && z->line[0] == 'P') continue;
+        if (got == 1 && sscanf(z->line, "X %d %lld %ld %d", &code, &cpu_us, &maxrss, &leftover) == 4) {
+            /* the seed has exited: everything it wrote is in the pipes */
+            drain(z->out, z->open_out, &r->out, &r->flooded);
+            drain(z->err, z->open_err, &r->err, &r->flooded);
+            r->cpu_us = cpu_us;
+            r->maxrss = maxrss;
+            z->reported_us += cpu_us;
+            int status = code >= 0 ? (code & 0xff) << 8 : (-code) & 0x7f;  /* back to a wait status */
+            note_status(r, status);
+            if (leftover || r->flooded) zyg_end(z);
+            return 1;
+        }
+        if (got == 0 || got == 2) {  /* time-out or flood: the seed's own doing */
+            if (got == 0) r->timed_out = 1;
+            zyg_end(z);
+            long long spent = children_cpu_us() - z->base_us - z->reported_us;
+            r->cpu_us = spent > 0 ? spent : 0;
+            r->code = -SIGKILL;
+            return 1;
+        }
+        zyg_end(z);  /* gone, or an answer that does not parse */
+        return 0;
     }
 }
 
@@ -334,16 +609,57 @@ int main(void) {
     close(tmp_fd);
     if (!filter_works(self, pgrp)) { fprintf(stderr, "cdc_seed_runner: cannot install the seccomp filter\n"); return 2; }
 
-    long cpu_s = 0, wall_ms = 0;
-    unsigned long long as_bytes = 0, fsize = 0, out_cap = 0;
     char* save = NULL;
     char* line = strtok_r(job, "\n", &save);
-    if (!line || sscanf(line, "limits %ld %llu %llu %ld %llu", &cpu_s, &as_bytes, &fsize, &wall_ms, &out_cap) != 5) {
+    if (!line || sscanf(line, "limits %ld %llu %llu %ld %llu", &g_cpu_s, &g_as, &g_fsize, &g_wall_ms,
+                        &g_out_cap) != 5) {
         fprintf(stderr, "cdc_seed_runner: bad job header\n");
         return 2;
     }
+    g_self = self;
+    g_pgrp = pgrp;
+    /* optional: "zygote <n>\t<arg0>\x1f<arg1>...": seeds whose argv starts with the same first n
+     * arguments are forked from this process; the rest of their argv is sent as plusargs */
+    struct zygote z;
+    memset(&z, 0, sizeof z);
+    char* zprefix = NULL;
+    size_t zprefix_len = 0;
+    line = strtok_r(NULL, "\n", &save);
+    int nz = 0;
+    if (line && sscanf(line, "zygote %d", &nz) == 1) {
+        char* zargs = strchr(line, '\t');
+        char* zargv[512];
+        int zc = 0;
+        if (zargs && nz > 0) {
+            zargs++;
+            char* end = zargs;  /* the prefix: the first nz args, each followed by \x1f */
+            for (int i = 0; i < nz && end; i++) {
+                end = strchr(end, '\x1f');
+                if (end) end++;
+            }
+            if (end) {
+                zprefix_len = (size_t)(end - zargs);
+                zprefix = malloc(zprefix_len + 1);
+                memcpy(zprefix, zargs, zprefix_len);
+                zprefix[zprefix_len] = '\0';
+            }
+            for (char* a = zargs; a && zc < 511;) {
+                char* sep = strchr(a, '\x1f');
+                if (sep) *sep = '\0';
+                zargv[zc++] = a;
+                a = sep ? sep + 1 : NULL;
+            }
+            zargv[zc] = NULL;
+            if (zprefix) zyg_start(&z, zargv);
+            int tmp_fd = open_tmp();  /* nothing the loading left in /tmp reaches a seed */
+            int emptied = tmp_fd >= 0 && empty_at(tmp_fd, 0) == 0;
+            if (tmp_fd >= 0) close(tmp_fd);
+            if (!emptied) return 2;
+        }
+        line = strtok_r(NULL, "\n", &save);
+    }
     int index = 0;
-    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+    for (; line != NULL; line = strtok_r(NULL, "\n", &save)) {
         char* nonce = line;
         char* tab = strchr(nonce, '\t');
         if (!tab) return 2;
@@ -353,93 +669,38 @@ int main(void) {
         if (!tab) return 2;
         *tab = '\0';
         char* args = tab + 1;
-        char* argv[512];
-        int argc = 0;
-        for (char* a = args; a && argc < 511;) {
-            char* sep = strchr(a, '\x1f');
-            if (sep) *sep = '\0';
-            argv[argc++] = a;
-            a = sep ? sep + 1 : NULL;
+        struct seed_res r;
+        memset(&r, 0, sizeof r);
+        r.out.data = malloc(g_out_cap + 1);
+        r.err.data = malloc(g_out_cap + 1);
+        int done = 0;
+        if (z.alive && zprefix && strncmp(args, zprefix, zprefix_len) == 0) {
+            size_t rl = strlen(nonce) + strlen(tb_top) + strlen(args) + 4;
+            char* req = malloc(rl);
+            snprintf(req, rl, "%s\t%s\t%s\n", nonce, tb_top, args + zprefix_len);
+            done = run_zygote(&z, req, &r);
+            memset(req, 0, rl);
+            free(req);
+            if (!done) {  /* lost: this seed starts again as a fresh process */
+                r.out.len = r.err.len = 0;
+                r.flooded = r.timed_out = 0;
+            }
+        } else if (z.alive) {
+            zyg_end(&z);  /* a seed of another command: no zygote mode from here on */
         }
-        argv[argc] = NULL;
-
-        int np[2], op[2], ep[2];
-        if (pipe(np) || pipe(op) || pipe(ep)) return 2;
-        char payload[600];
-        int plen = snprintf(payload, sizeof payload, "%s\n%s\n", nonce, tb_top);
-        write_all(np[1], payload, (size_t)plen);
-        close(np[1]);
+        if (!done) {
+            char* argv[512];
+            int argc = 0;
+            for (char* a = args; a && argc < 511;) {
+                char* sep = strchr(a, '\x1f');
+                if (sep) *sep = '\0';
+                argv[argc++] = a;
+                a = sep ? sep + 1 : NULL;
+            }
+            argv[argc] = NULL;
+            run_exec(argv, nonce, tb_top, &r);
+        }
         memset(nonce, 0, strlen(nonce));
-
-        pid_t pid = fork();
-        if (pid < 0) return 2;
-        if (pid == 0) {
-            setpgid(0, 0);
-            struct rlimit rl;
-            rl.rlim_cur = (rlim_t)cpu_s; rl.rlim_max = (rlim_t)cpu_s + 1;
-            setrlimit(RLIMIT_CPU, &rl);
-            rl.rlim_cur = rl.rlim_max = (rlim_t)as_bytes;
-            setrlimit(RLIMIT_AS, &rl);
-            rl.rlim_cur = rl.rlim_max = (rlim_t)fsize;
-            setrlimit(RLIMIT_FSIZE, &rl);
-            rl.rlim_cur = rl.rlim_max = 0;
-            setrlimit(RLIMIT_CORE, &rl);
-            setrlimit(RLIMIT_MSGQUEUE, &rl);
-            dup2(op[1], 1);
-            dup2(ep[1], 2);
-            int devnull = open("/dev/null", O_RDONLY);
-            if (devnull >= 0) dup2(devnull, 0);
-            char fdnum[16];
-            snprintf(fdnum, sizeof fdnum, "%d", np[0]);
-            setenv("CDC_VERDICT_FD", fdnum, 1);
-            close_others(np[0]);
-            signal(SIGPIPE, SIG_DFL);
-            if (install_filter(self, pgrp) != 0) _exit(126);
-            execvp(argv[0], argv);
-            _exit(127);
-        }
-        close(np[0]);
-        close(op[1]);
-        close(ep[1]);
-        struct buf out = {malloc(out_cap + 1), 0}, err = {malloc(out_cap + 1), 0};
-        int flooded = 0, timed_out = 0, open_out = 1, open_err = 1, exited = 0, status = 0;
-        struct rusage ru;
-        memset(&ru, 0, sizeof ru);
-        long long deadline = now_ms() + wall_ms;
-        while (!exited) {
-            struct pollfd pf[2] = {{open_out ? op[0] : -1, POLLIN, 0}, {open_err ? ep[0] : -1, POLLIN, 0}};
-            long long left = deadline - now_ms();
-            if (left <= 0) { timed_out = 1; break; }
-            int r = poll(pf, 2, (int)(left > 20 ? 20 : left));
-            if (r < 0 && errno != EINTR) break;
-            if (open_out && pf[0].revents && collect(op[0], &out, out_cap, &flooded) == 0) open_out = 0;
-            if (open_err && pf[1].revents && collect(ep[0], &err, out_cap, &flooded) == 0) open_err = 0;
-            if (flooded) break;
-            if (wait4(pid, &status, WNOHANG, &ru) == pid) exited = 1;
-        }
-        if (exited) {  /* drain what the seed wrote; its leftovers must not hold us */
-            fcntl(op[0], F_SETFL, O_NONBLOCK);
-            fcntl(ep[0], F_SETFL, O_NONBLOCK);
-            while (open_out && !flooded) {
-                ssize_t got = collect(op[0], &out, out_cap, &flooded);
-                if (got <= 0) break;
-            }
-            while (open_err && !flooded) {
-                ssize_t got = collect(ep[0], &err, out_cap, &flooded);
-                if (got <= 0) break;
-            }
-        } else {
-            kill(-pid, SIGKILL);
-            while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {}
-        }
-        close(op[0]);
-        close(ep[0]);
-        kill(-1, SIGKILL);  /* whatever the seed left behind, in this PID namespace (atomic: no fork escapes it) */
-        for (;;) {  /* every one of them is our descendant (we are the subreaper): wait until all are gone */
-            if (waitpid(-1, NULL, 0) > 0) continue;
-            if (errno == EINTR) continue;
-            break;  /* ECHILD */
-        }
         int tmp_fd = open_tmp();
         int emptied = tmp_fd >= 0 && empty_at(tmp_fd, 0) == 0;
         if (tmp_fd >= 0) close(tmp_fd);
@@ -447,22 +708,17 @@ int main(void) {
             fprintf(stderr, "cdc_seed_runner: /tmp could not be emptied after seed %d\n", index);
             return 2;
         }
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-        long long cpu_us = (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-                           (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-        if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU ||
-                                    (WTERMSIG(status) == SIGKILL && cpu_us >= (long long)cpu_s * 1000000)))
-            timed_out = 1;  /* the CPU limit: a time-out, as in one sandbox per seed */
         char head[256];
-        int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu\n", index, code, cpu_us,
-                          ru.ru_maxrss, timed_out, flooded, out.len, err.len);
+        int hl = snprintf(head, sizeof head, "R %d %d %lld %ld %d %d %zu %zu %d\n", index, r.code, r.cpu_us,
+                          r.maxrss, r.timed_out, r.flooded, r.out.len, r.err.len, done);
         write_all(res_fd, head, (size_t)hl);
-        write_all(res_fd, out.data, out.len);
-        write_all(res_fd, err.data, err.len);
-        free(out.data);
-        free(err.data);
+        write_all(res_fd, r.out.data, r.out.len);
+        write_all(res_fd, r.err.data, r.err.len);
+        free(r.out.data);
+        free(r.err.data);
         index++;
-        if (timed_out) break;
+        if (r.timed_out) break;
     }
+    zyg_end(&z);
     return 0;
 }

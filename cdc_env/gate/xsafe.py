@@ -1,0 +1,178 @@
+"""X safety of a synthesized netlist: can any X or Z exist in the design once both resets are
+released? (``sim="auto"``'s licence to grade a first grade on a two-state simulator; the argument
+is in docs/parity.md, "X safety".)
+
+Icarus is four-state and Verilator two-state, so a design's verdict can differ between them only
+through an X or Z (or a plain simulator difference, which parity measures). After synthesis
+(synth.py: ``proc; flatten; opt; setundef -zero -undriven``) the netlist has no undefined
+constant and no undriven net, the testbench drives every input with a known value from time 0,
+and both resets are asserted together for at least four rising edges of each clock
+(trusted/hdl/cdc_tb.vh). X can then come only from: state that no reset reaches (a flop without a
+reset, a latch, a memory), a reset value with X bits, a cell that makes X out of known inputs (a
+division or modulo by zero, an out-of-range variable part-select, a negative power), a tristate,
+or a cell this check does not know. ``check`` accepts a netlist only when every state-holding
+cell is a flop whose reset is a task reset port, active low, with a fully known value
+(asynchronous, or synchronous and clocked by a task clock), every primitive instance is clocked
+by task clocks and reset by task resets, and every other cell is one whose output is known
+whenever its inputs are. Everything else is "not X-safe" -- a sufficient condition, not an
+exact one: a refusal only costs CPU (the grade stays on Icarus), never a verdict.
+"""
+
+from __future__ import annotations
+
+from .cdc import PRIM_OUT, Netlist
+
+# Cells whose outputs are known whenever every input is known (Yosys internal cells, word level).
+_KNOWN_IN_KNOWN_OUT = frozenset(
+    {
+        "$not",
+        "$pos",
+        "$neg",
+        "$and",
+        "$or",
+        "$xor",
+        "$xnor",
+        "$reduce_and",
+        "$reduce_or",
+        "$reduce_xor",
+        "$reduce_xnor",
+        "$reduce_bool",
+        "$logic_not",
+        "$logic_and",
+        "$logic_or",
+        "$shl",
+        "$shr",
+        "$sshl",
+        "$sshr",
+        "$shift",
+        "$lt",
+        "$le",
+        "$eq",
+        "$ne",
+        "$eqx",
+        "$nex",
+        "$ge",
+        "$gt",
+        "$add",
+        "$sub",
+        "$mul",
+        "$mux",
+        "$pmux",
+        "$bmux",
+        "$demux",
+        "$bwmux",
+        "$concat",
+        "$slice",
+        "$lut",
+        "$sop",
+        "$alu",
+        "$lcu",
+        "$macc",
+        "$fa",
+    }
+)
+# Flops reset asynchronously / synchronously; the reset wins over the enable in all of them.
+_ASYNC_RESET = frozenset({"$adff", "$adffe"})
+_SYNC_RESET = frozenset({"$sdff", "$sdffe"})
+_DIVIDE = frozenset({"$div", "$mod", "$divfloor", "$modfloor"})
+# Primitive ports: clocks and active-low resets (cdc_ram has no reset: its entries start at 0).
+_PRIM_CLOCKS = {
+    "cdc_sync_bus": ("clk_i",),
+    "cdc_sync_bit": ("clk_i",),
+    "cdc_sync_pulse": ("src_clk_i", "dst_clk_i"),
+    "cdc_ram": ("wclk_i", "rclk_i"),
+}
+_PRIM_RESETS = {
+    "cdc_sync_bus": ("rst_ni",),
+    "cdc_sync_bit": ("rst_ni",),
+    "cdc_sync_pulse": ("src_rst_ni", "dst_rst_ni"),
+    "cdc_ram": (),
+}
+
+
+def _known(value: object) -> bool:
+    """A parameter value (Yosys JSON: a bit string or a number) without x or z bits."""
+    return not (isinstance(value, str) and any(c in "xXzZ" for c in value))
+
+
+def _param_int(value: object) -> int:
+    if isinstance(value, int):
+        return value
+    s = str(value)
+    return int(s, 2) if s and set(s) <= {"0", "1"} else int(s)
+
+
+def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str]) -> tuple[bool, str]:
+    """``(True, summary)`` when no X or Z can exist in ``top`` after reset release, else
+    ``(False, the first reason found)``. ``clocks`` / ``resets``: the task's clock and reset ports."""
+    net = Netlist.of(netlist, top)
+
+    def port_bit(b: object, ports: dict[str, str]) -> bool:
+        d = net.driver.get(b) if isinstance(b, int) else None
+        return d is not None and d[0] == "<port>" and d[1] in ports
+
+    def one(cell: str, port: str) -> object:
+        bits = net.conn(cell, port)
+        return bits[0] if len(bits) == 1 else None
+
+    def where(cell: str) -> str:
+        f, line = net.where(cell)
+        return f" ({f}:{line})" if f else ""
+
+    flops = 0
+    for name, c in net.cells.items():
+        t, p = c["type"], c.get("parameters", {})
+        if t in PRIM_OUT:
+            for port in _PRIM_CLOCKS[t]:
+                if not port_bit(one(name, port), clocks):
+                    return False, f"{t} instance {name}: {port} is not a task clock port{where(name)}"
+            for port in _PRIM_RESETS[t]:
+                if not port_bit(one(name, port), resets):
+                    return False, f"{t} instance {name}: {port} is not a task reset port{where(name)}"
+        elif t in _ASYNC_RESET or t in _SYNC_RESET:
+            kind = "ARST" if t in _ASYNC_RESET else "SRST"
+            if not port_bit(one(name, kind), resets) or _param_int(p.get(f"{kind}_POLARITY", 1)) != 0:
+                return False, f"flop {name} ({t}) is not reset by a task reset (active low){where(name)}"
+            if not _known(p.get(f"{kind}_VALUE", "x")):
+                return False, f"flop {name} ({t}) resets to a value with X bits{where(name)}"
+            if t in _SYNC_RESET and not port_bit(one(name, "CLK"), clocks):
+                return (
+                    False,
+                    f"flop {name} ({t}) has a synchronous reset, not clocked by a task clock{where(name)}",
+                )
+            flops += 1
+        elif t in _DIVIDE:
+            if not all(b in ("0", "1") for b in net.conn(name, "B")) or "1" not in net.conn(name, "B"):
+                return (
+                    False,
+                    f"{t} {name}: divisor not a non-zero constant (X on division by zero){where(name)}",
+                )
+        elif t == "$pow":
+            if _param_int(p.get("B_SIGNED", 0)):
+                return False, f"$pow {name}: a signed exponent (X for 0 to a negative power){where(name)}"
+        elif t == "$shiftx":
+            a_w, b_w, y_w = (_param_int(p.get(k, 0)) for k in ("A_WIDTH", "B_WIDTH", "Y_WIDTH"))
+            if _param_int(p.get("B_SIGNED", 0)) or (1 << b_w) - 1 + y_w > a_w:
+                return False, f"variable part-select {name} can read past its vector (X){where(name)}"
+        elif t not in _KNOWN_IN_KNOWN_OUT:
+            what = (
+                "state without a reset"
+                if t
+                in (
+                    "$dff",
+                    "$dffe",
+                    "$sdffce",
+                    "$aldff",
+                    "$aldffe",
+                    "$dffsr",
+                    "$dffsre",
+                    "$dlatch",
+                    "$adlatch",
+                    "$sr",
+                )
+                else "memory"
+                if t.startswith("$mem")
+                else "a cell this check does not know"
+            )
+            return False, f"{name} ({t}): {what}{where(name)}"
+    return True, f"every one of {flops} flops is reset by a task reset; no cell makes X from known inputs"

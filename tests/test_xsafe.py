@@ -1,0 +1,179 @@
+"""X safety of a netlist (gate/xsafe.py) and what ``sim="auto"`` makes of it (issue 26).
+
+A netlist is X-safe when no X or Z can exist in it once both resets are released; only then may
+``auto`` grade a first grade on the two-state simulator. The unit tests build small Yosys JSON
+netlists by hand (no tools); the fixture tests synthesize and grade real designs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_env.fixtures import load_fixtures
+from cdc_env.gate import run_gate
+from cdc_env.gate.xsafe import check
+from cdc_env.grade import grade
+from cdc_env.sim import get_simulator
+from cdc_env.sim.costmodel import choose_simulator
+from cdc_env.task import load_task
+
+CLOCKS, RESETS = {"clk": "a"}, {"rst_n": "a"}
+PORTS = {
+    "clk": {"direction": "input", "bits": [2]},
+    "rst_n": {"direction": "input", "bits": [3]},
+    "d": {"direction": "input", "bits": [4]},
+    "en": {"direction": "input", "bits": [5]},
+    "q": {"direction": "output", "bits": [6]},
+}
+
+
+def _net(*cells: dict) -> dict:
+    return {
+        "modules": {
+            "top": {"ports": PORTS, "netnames": {}, "cells": {f"c{i}": c for i, c in enumerate(cells)}}
+        }
+    }
+
+
+def _cell(t: str, params: dict, conns: dict, outs: tuple[str, ...] = ("Q", "Y")) -> dict:
+    return {
+        "type": t,
+        "parameters": params,
+        "connections": conns,
+        "port_directions": {p: "output" if p in outs else "input" for p in conns},
+    }
+
+
+def _adff(arst: int = 3, pol: str = "0", value: str = "0") -> dict:
+    return _cell(
+        "$adff",
+        {"ARST_POLARITY": pol, "ARST_VALUE": value, "WIDTH": "1"},
+        {"CLK": [2], "ARST": [arst], "D": [4], "Q": [6]},
+    )
+
+
+def _sdff(clk: int = 2) -> dict:
+    return _cell(
+        "$sdff",
+        {"SRST_POLARITY": "0", "SRST_VALUE": "1", "WIDTH": "1"},
+        {"CLK": [clk], "SRST": [3], "D": [4], "Q": [6]},
+    )
+
+
+def _div(b: list) -> dict:
+    return _cell(
+        "$div",
+        {"A_WIDTH": "1", "B_WIDTH": str(len(b)), "Y_WIDTH": "1", "B_SIGNED": "0"},
+        {"A": [4], "B": b, "Y": [6]},
+    )
+
+
+def _shiftx(a_w: int, b_w: int, signed: str = "0") -> dict:
+    return _cell(
+        "$shiftx",
+        {"A_WIDTH": str(a_w), "B_WIDTH": str(b_w), "Y_WIDTH": "1", "B_SIGNED": signed},
+        {"A": [4] * a_w, "B": [5] * b_w, "Y": [6]},
+    )
+
+
+def _sync(rst: object) -> dict:
+    return _cell("cdc_sync_bit", {}, {"clk_i": [2], "rst_ni": [rst], "d_i": [4], "q_o": [6]}, ("q_o",))
+
+
+@pytest.mark.parametrize(
+    ("cells", "safe", "why"),
+    [
+        ((_adff(),), True, "1 flops"),
+        ((_sdff(),), True, "1 flops"),
+        ((_adff(pol="1"),), False, "not reset by a task reset"),
+        ((_adff(arst=5),), False, "not reset by a task reset"),  # reset by a data input
+        ((_adff(value="x"),), False, "X bits"),
+        ((_sdff(clk=5),), False, "not clocked by a task clock"),
+        ((_cell("$dff", {"WIDTH": "1"}, {"CLK": [2], "D": [4], "Q": [6]}),), False, "state without a reset"),
+        (
+            (_cell("$dffe", {"WIDTH": "1"}, {"CLK": [2], "EN": [5], "D": [4], "Q": [6]}),),
+            False,
+            "without a reset",
+        ),
+        (
+            (
+                _cell(
+                    "$sdffce",
+                    {"SRST_POLARITY": "0", "SRST_VALUE": "0"},
+                    {"CLK": [2], "SRST": [3], "EN": [5], "D": [4], "Q": [6]},
+                ),
+            ),
+            False,
+            "without a reset",
+        ),
+        ((_cell("$dlatch", {}, {"EN": [5], "D": [4], "Q": [6]}),), False, "without a reset"),
+        ((_cell("$mem_v2", {}, {"RD_DATA": [6]}, ("RD_DATA",)),), False, "memory"),
+        ((_cell("$tribuf", {}, {"A": [4], "EN": [5], "Y": [6]}),), False, "does not know"),
+        ((_div(["0", "1"]),), True, "0 flops"),
+        ((_div(["0", "0"]),), False, "division by zero"),
+        ((_div([5]),), False, "division by zero"),
+        ((_shiftx(4, 2),), True, "0 flops"),  # an index of 2 bits never leaves a 4-bit vector
+        ((_shiftx(4, 3),), False, "past its vector"),
+        ((_shiftx(8, 2, signed="1"),), False, "past its vector"),
+        ((_sync(3),), True, "0 flops"),
+        ((_sync("1"),), False, "not a task reset port"),
+        ((_cell("$and", {}, {"A": [4], "B": [5], "Y": [6]}), _adff()), True, "1 flops"),
+    ],
+)
+def test_the_netlist_check(cells, safe, why):
+    """Each X source is refused and each known-from-known cell accepted; the reason names it."""
+    ok, reason = check(_net(*cells), "top", CLOCKS, RESETS)
+    assert ok is safe and why in reason, reason
+
+
+def test_every_task_design_is_x_safe():
+    """The tasks' own designs (defect, reference, clean) are X-safe: auto can grade a typical
+    patch on whichever simulator is cheaper."""
+    for tid in ("handshake", "event", "fifo_01"):
+        t = load_task(tid)
+        for text in (t.defective_text, t.reference_text):
+            g = run_gate(t, t.files(text))
+            assert g.status == "pass" and g.netlist["x_safe"], (tid, g.netlist and g.netlist["x_why"])
+
+
+def _x_dependent() -> list:
+    """Fixtures replayed on Icarus only because their verdict depends on X, that reach a simulator."""
+    return [fx for fx in load_fixtures() if fx.sims == ("icarus",) and fx.stage in ("visible", "hidden")]
+
+
+def test_x_dependent_fixtures_are_not_x_safe():
+    """Every fixture whose verdict depends on X (replayed on Icarus only) has a netlist the check
+    refuses, so auto never moves it to Verilator. Catches a check that misses an X source."""
+    fxs = _x_dependent()
+    assert {"sim-x-outputs", "sim-x-hs-divide-by-zero"} <= {fx.name for fx in fxs}
+    for fx in fxs:
+        t = load_task(fx.task)
+        g = run_gate(t, t.files(fx.submission().decode()))
+        assert g.status == "pass" and g.netlist["x_safe"] is False, fx.name
+
+
+@pytest.mark.parametrize("name", ["sim-x-outputs", "sim-x-hs-divide-by-zero"])
+def test_auto_keeps_the_icarus_verdict_of_an_x_dependent_design(name):
+    """Graded with sim="auto" (hidden 200, where Verilator would be the cheaper plan), the design
+    stays on Icarus and gets Icarus's verdict; on Verilator it passes (the X is what fails it)."""
+    fx = next(f for f in load_fixtures() if f.name == name)
+    r = grade(load_task(fx.task), fx.submission(), sim="auto", hidden=200)
+    assert r["simulator"]["name"] == "icarus" and "not X-safe" in r["simulator"]["choice"]
+    assert r["verdict"] == fx.expect, r["reason"]
+    if get_simulator("verilator").available():
+        v = grade(load_task(fx.task), fx.submission(), sim="verilator", hidden=0)
+        assert v["verdict"] == "pass", "no longer X-dependent: pick a design Verilator passes"
+
+
+@pytest.mark.skipif(not get_simulator("verilator").available(), reason="Verilator is not installed")
+def test_auto_takes_the_cheaper_simulator_only_for_an_x_safe_netlist():
+    """The choice after the gate: an X-safe netlist gets the cost model's cheapest plan (Verilator
+    batched at 8+200), a netlist that is not X-safe and no netlist at all (before the gate) get
+    Icarus, whatever the cost."""
+    t = load_task("handshake")
+    name, why = choose_simulator(t, t.reference_text, hidden=200, settle=True, x_safe=(True, "ok"))
+    assert name == "verilator" and "netlist X-safe" in why
+    name, why = choose_simulator(t, t.reference_text, hidden=200, settle=True, x_safe=(False, "a $dff"))
+    assert name == "icarus" and "a $dff" in why
+    name, why = choose_simulator(t, t.reference_text + "\n// new patch\n", hidden=200, settle=True)
+    assert name == "icarus" and "certificate" in why
