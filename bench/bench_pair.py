@@ -30,6 +30,10 @@ leaves the environment's cache alone. ``--warmup K`` runs each side K times unme
 side's cache is warm, as for a grader that has been running).
 
 Prints per side the median, min, max and every run, and new/old as the ratio of medians.
+``--metric PATH`` also reads a figure the command itself reports: its stdout must be JSON, and
+PATH (``/``-separated keys and list indices, e.g. ``0/cpu_s/verilator_first@200`` for
+``bench_seeds.py --json``) names a number in it -- e.g. the grade's own ``cpu_s``, which leaves
+out the Python start-up and imports that the cgroup figure includes.
 A run that exits non-zero stops the benchmark (its output is shown).
 """
 
@@ -61,9 +65,13 @@ class Side:
     cache: Path | None  # CDC_ENV_CACHE for this side (None: leave the environment's)
     cpu_s: list[float] = field(default_factory=list)
     wall_s: list[float] = field(default_factory=list)
+    metric: list[float] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {
+        more = {}
+        if self.metric:
+            more = {"metric_median": round(statistics.median(self.metric), 4), "metric": self.metric}
+        return more | {
             "tree": str(self.tree),
             "runs": len(self.cpu_s),
             "cpu_s_median": round(statistics.median(self.cpu_s), 4),
@@ -74,8 +82,8 @@ class Side:
         }
 
 
-def run_once(argv: list[str], env: dict[str, str], acc: Accounting, quiet: bool) -> tuple[float, float]:
-    """(CPU-s of the whole process tree, wall-s) of one run of ``argv``; exits on a failure."""
+def run_once(argv: list[str], env: dict[str, str], acc: Accounting, quiet: bool) -> tuple[float, float, str]:
+    """(CPU-s of the whole process tree, wall-s, stdout) of one run of ``argv``; exits on a failure."""
     cg: RunCgroup | None = None
     if acc.method != "rusage":
         try:
@@ -91,8 +99,7 @@ def run_once(argv: list[str], env: dict[str, str], acc: Accounting, quiet: bool)
             argv,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL if quiet else None,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             preexec_fn=cg.join if cg is not None else None,
             check=False,
         )
@@ -108,10 +115,29 @@ def run_once(argv: list[str], env: dict[str, str], acc: Accounting, quiet: bool)
         if cg is not None:
             cg.kill()
             cg.remove()
+    out = proc.stdout.decode(errors="replace")
+    if not quiet:
+        sys.stdout.write(out)
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr.decode(errors="replace")[-4000:])
         sys.exit(f"bench_pair: the command exited {proc.returncode}: {' '.join(argv)}")
-    return cpu, wall
+    return cpu, wall, out
+
+
+def read_metric(stdout: str, path: str) -> float:
+    """The number at ``path`` (``/``-separated keys and list indices) in the JSON ``stdout``."""
+    try:
+        node = json.loads(stdout)
+    except ValueError:
+        sys.exit("bench_pair: --metric needs the command to print JSON on stdout (e.g. its --json)")
+    for key in path.split("/"):
+        try:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        except (KeyError, IndexError, ValueError, TypeError):
+            sys.exit(f"bench_pair: --metric {path}: no {key!r} in the command's JSON")
+    if not isinstance(node, int | float):
+        sys.exit(f"bench_pair: --metric {path} is not a number: {node!r}")
+    return float(node)
 
 
 def side_env(side: Side) -> dict[str, str]:
@@ -137,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured runs per side first (default 1)")
     ap.add_argument("--cache", choices=["separate", "fresh", "shared"], default="separate")
     ap.add_argument("--show-output", action="store_true", help="let the command's stdout through")
+    ap.add_argument("--metric", help="also a number from the command's JSON stdout (PATH: keys/indices)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command to measure")
     args = ap.parse_args(argv)
@@ -156,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, tree in (("old", args.old), ("new", args.new))
         ]
 
-        def one(side: Side) -> tuple[float, float]:
+        def one(side: Side) -> tuple[float, float, str]:
             if args.cache == "fresh":
                 side.cache = Path(tempfile.mkdtemp(prefix=f"{side.name}-", dir=scratch))
             try:
@@ -170,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
                 one(s)
         for i in range(args.runs):
             for s in sides:
-                cpu, wall = one(s)
+                cpu, wall, out = one(s)
                 s.cpu_s.append(cpu)
                 s.wall_s.append(wall)
+                if args.metric:
+                    s.metric.append(read_metric(out, args.metric))
                 if not args.json:
                     print(
                         f"run {i + 1} {s.name}: {cpu:.3f} CPU-s ({wall:.2f} s wall)",
@@ -189,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         "accounting": acc.as_report(),
         "old": old,
         "new": new,
+        "metric": args.metric,
+        "metric_ratio_new_over_old": round(new["metric_median"] / old["metric_median"], 4)
+        if args.metric and old["metric_median"]
+        else None,
         "ratio_new_over_old": round(new["cpu_s_median"] / old["cpu_s_median"], 4)
         if old["cpu_s_median"]
         else None,
@@ -206,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
             f"(min {s['cpu_s_min']:.3f}, max {s['cpu_s_max']:.3f}; runs {s['cpu_s']})"
         )
     print(f"new/old (medians): {result['ratio_new_over_old']}")
+    if args.metric:
+        print(
+            f"{args.metric}: old median {old['metric_median']}, new median {new['metric_median']} "
+            f"(runs {old['metric']} / {new['metric']}), new/old {result['metric_ratio_new_over_old']}"
+        )
     note = " -- LOWER BOUNDS: " + acc.reason if acc.lower_bound else ""
     print(f"accounting: {acc.method}{note}")
     return 0

@@ -71,3 +71,34 @@ def test_cpu_of_a_detached_grandchild_is_counted(tmp_path):
     if out["accounting"]["lower_bound"]:
         return  # rusage: nothing more to check than that it says so
     assert out["new"]["cpu_s_median"] >= 0.3
+
+
+def test_metric_from_the_commands_json(tmp_path):
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--old",
+            str(ROOT),
+            "--new",
+            str(ROOT),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            "--metric",
+            "rows/0/cpu_s",
+            "--",
+            sys.executable,
+            "-c",
+            'print(\'{"rows": [{"cpu_s": 1.5}]}\')',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["old"]["metric"] == out["new"]["metric"] == [1.5]
+    assert out["metric_ratio_new_over_old"] == 1.0
