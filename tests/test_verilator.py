@@ -10,7 +10,7 @@ import pytest
 
 from cdc_env.parity import compare_design
 from cdc_env.sim import base, verilator
-from cdc_env.sim.seeds import hidden_seeds
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import list_tasks, load_task
 
 from .conftest import needs_icarus
@@ -146,3 +146,31 @@ def test_the_model_cache_skips_a_rebuild_of_the_same_patch(tmp_path, monkeypatch
     assert not any(entry.parent.iterdir())
     monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
     assert sim.build(task, design, tmp_path / "d").extra["model_cache"] == "miss"
+
+
+@needs_verilator
+def test_the_main_object_is_compiled_once_per_task_and_keyed_by_what_it_reads(tmp_path, monkeypatch):
+    """The C++ main's object is cached (model cache off: every build is a first build); a build
+    whose generated headers differ does not reuse it; and a model linked with the cached object
+    gives the same seed results as one that compiled its own."""
+    mains = tmp_path / "mains"
+    monkeypatch.setattr(verilator, "_main_cache", lambda: mains)
+    monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
+    task = load_task("handshake")
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    sim = verilator.Verilator()
+    first = sim.build(task, design, tmp_path / "a")
+    again = sim.build(task, design, tmp_path / "b")
+    assert first.status == again.status == "pass"
+    assert (first.extra["main_cache"], again.extra["main_cache"]) == ("miss", "hit")
+    assert len(list(mains.iterdir())) == 1
+    for seed in hidden_seeds(task, 2):
+        p = plan_seed(task, seed)
+        assert sim.run_seed(first, p, settle=True).key() == sim.run_seed(again, p, settle=True).key()
+    headers = {n: (tmp_path / "a" / "obj" / n).read_bytes() for n in verilator.MAIN_HEADERS}
+    key = verilator.main_key(task, (), headers)
+    assert (mains / f"{key}.o").is_file()
+    changed = dict(headers, **{"Vtb.h": headers["Vtb.h"] + b"\n"})
+    assert verilator.main_key(task, (), changed) != key
+    assert verilator.main_key(task, ("CDC_LEAK_TEST",), headers) != key
+    assert verilator.main_key(load_task("event"), (), headers) != key  # the testbench's name

@@ -9,10 +9,16 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   version; the binary's ``--version`` says ``vUNKNOWN``.
 * **Build = three bounded steps.** (1) ``verilator --cc --timing`` turns the sources into C++
   (``--prefix Vtb``, so one C++ main serves every task); (2) one ``g++`` compiles the generated
-  files and the C++ main as a single translation unit against a precompiled header of the
-  Verilator runtime; (3) it links against a static library of the runtime. The runtime library
-  and the precompiled header are built once per Verilator version, compiler and flags and cached
-  (``runtime()``), so a grade pays only for its own model.
+  files as a single translation unit against a precompiled header of the Verilator runtime;
+  (3) it links them with the C++ main's object and a static library of the runtime, with the
+  gold linker where Debian's binutils has it (``LINKER``: about a third of the default linker's
+  CPU). The runtime library and the precompiled header are built once per Verilator version,
+  compiler and flags and cached (``runtime()``), so a grade pays only for its own model.
+* **Main cache.** The C++ main's object is compiled once and cached (``main_key``: runtime,
+  flags, the main's source, the testbench's name and the two headers Verilator generated that
+  the main includes, ``Vtb.h`` and ``Vtb__Dpi.h``, byte for byte). The generated headers
+  describe the top module's interface (the testbench's: no ports, one DPI import) so the key is
+  the same for every patch of a task; a build whose headers differ compiles (and caches) its own.
 * **Model cache.** A passing build's ``Vtb`` (and its log) is cached under the patch fingerprint
   -- every input of the build: Verilator, compiler, flags, runtime, harness, testbench, primitives,
   task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
@@ -81,6 +87,9 @@ PCH_HEADER = "cdc_vl_runtime.h"
 PCH_TEXT = ('#include "verilated.h"\n#include "verilated_timing.h"\n#include "verilated_dpi.h"\n'
             '#include <fstream>\n#include <sstream>\n')
 HARNESS = "cdc_batch_main.cpp"
+MAIN_HEADERS = ("Vtb.h", "Vtb__Dpi.h")  # what the main includes of the generated model
+# The linker: gold when installed (binutils on Debian ships it), else the compiler's default.
+LINKER = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
@@ -205,6 +214,7 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
     h = hashlib.sha256()
     parts: list[bytes] = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
                           *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
+                          *(a.encode() for a in LINKER),
                           *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
                           harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
                           paths.primitives_file().read_bytes(),
@@ -216,6 +226,48 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
     for part in parts:
         h.update(len(part).to_bytes(8, "little") + part)
     return h.hexdigest()
+
+
+def main_key(task: Task, harness_defines: tuple[str, ...], headers: dict[str, bytes]) -> str:
+    """Key of the C++ main's cached object: everything its translation unit can read -- the
+    runtime (Verilator and compiler versions, flags, the precompiled header), the main's source,
+    the testbench's name, test-only defines and the generated headers it includes."""
+    h = hashlib.sha256()
+    parts = [runtime_key().encode(), CXX_OPT.encode(), CXX_STD.encode(), *(a.encode() for a in CXX_DEFINES),
+             *(d.encode() for d in harness_defines), task.tb_top.encode(), harness_file().read_bytes()]
+    for name in MAIN_HEADERS:
+        parts += [name.encode(), headers[name]]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _main_cache() -> Path:
+    return cache_root() / "verilator-main"
+
+
+def _main_get(key: str, dest: Path) -> bool:
+    """Copy the cached main object for ``key`` to ``dest``; False on a miss."""
+    try:
+        shutil.copyfile(_main_cache() / f"{key}.o", dest)
+        return True
+    except OSError:
+        return False
+
+
+def _main_put(key: str, obj: Path) -> None:
+    """Store a freshly compiled main object (atomically: a concurrent put of the same key wins or
+    loses whole). Kept like the runtime, whatever ``CDC_ENV_MODEL_CACHE`` says: it depends on the
+    task and the toolchain, never on a patch."""
+    try:
+        base = _main_cache()
+        base.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="put-", suffix=".o", dir=base)
+        os.close(fd)
+        shutil.copyfile(obj, tmp)
+        os.replace(tmp, base / f"{key}.o")
+    except OSError:
+        pass
 
 
 def _model_cache() -> Path | None:
@@ -353,16 +405,32 @@ class Verilator(Simulator):
             return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
         extra["batch_hazards"] = batch_hazards(workdir / "obj")
         (workdir / HAZARDS_FILE).write_text(json.dumps(extra["batch_hazards"]))
-        # One translation unit: the generated files, then the C++ main.
+        # One translation unit of the generated files; the C++ main is a cached object of its own.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
-        (workdir / "obj" / "cdc_all.cpp").write_text(
-            "".join(f'#include "{u}"\n' for u in units) + f'#include "../{HARNESS}"\n')
+        (workdir / "obj" / "cdc_all.cpp").write_text("".join(f'#include "{u}"\n' for u in units))
         cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, *[f"-D{d}" for d in harness_defines],
-               f'-DCDC_TB_TOP="{task.tb_top}"',
-               *_include_flags(root), "-Iobj", "-include", str(rt.dir / PCH_HEADER),
-               "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"]
-        link = ["g++", "-o", "Vtb", "obj/cdc_all.o", str(rt.dir / "libverilated.a"), "-pthread"]
-        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in (cxx, link))
+               f'-DCDC_TB_TOP="{task.tb_top}"', *_include_flags(root), "-include", str(rt.dir / PCH_HEADER)]
+        try:
+            headers = {n: (workdir / "obj" / n).read_bytes() for n in MAIN_HEADERS}
+        except OSError as exc:
+            why = f"Verilator did not write {exc.filename}"
+            return Build("tool_error", why, workdir, cpu, wall, rss, extra)
+        mkey = main_key(task, harness_defines, headers)
+        main_o = workdir / "obj" / "cdc_main.o"
+        extra["main_cache"] = "hit" if _main_get(mkey, main_o) else "miss"
+        steps = []
+        if extra["main_cache"] == "miss":
+            # Compiled first, in a folder holding only what its key covers: the main's source and
+            # the two generated headers it includes (nothing else of the model can shadow them).
+            (workdir / "main").mkdir()
+            shutil.copyfile(workdir / HARNESS, workdir / "main" / HARNESS)
+            for n, data in headers.items():
+                (workdir / "main" / n).write_bytes(data)
+            steps.append([*cxx, "-Imain", "-c", "-o", "obj/cdc_main.o", f"main/{HARNESS}"])
+        steps.append([*cxx, "-Iobj", "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"])
+        steps.append(["g++", *LINKER, "-o", "Vtb", "obj/cdc_all.o", "obj/cdc_main.o",
+                      str(rt.dir / "libverilated.a"), "-pthread"])
+        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in steps)
         c = run_bounded(["/bin/sh", "-c", script], workdir, CXX_LIMITS, sandbox=sandbox,
                         ro_paths=(root, rt.dir), tag="cxx")
         cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
@@ -373,6 +441,8 @@ class Verilator(Simulator):
         if c.returncode != 0 or not (workdir / "Vtb").is_file():
             # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
+        if extra["main_cache"] == "miss":
+            _main_put(mkey, main_o)
         _cache_put(key, workdir, log)
         return Build("pass", log, workdir, cpu, wall, rss, extra)
 
