@@ -8,7 +8,10 @@ import os
 
 import pytest
 
+from cdc_env.gate import synthesized
+from cdc_env.grade import grade
 from cdc_env.parity import compare_design
+from cdc_env.paths import fixtures_dir
 from cdc_env.sim import base, verilator
 from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import list_tasks, load_task
@@ -174,3 +177,28 @@ def test_the_main_object_is_compiled_once_per_task_and_keyed_by_what_it_reads(tm
     assert verilator.main_key(task, (), changed) != key
     assert verilator.main_key(task, ("CDC_LEAK_TEST",), headers) != key
     assert verilator.main_key(load_task("event"), (), headers) != key  # the testbench's name
+
+
+@needs_verilator
+def test_a_design_naming_the_testbench_never_builds_with_or_without_the_lint(vl_cache):
+    """The design-alone guarantee, kept where the second Verilator run (the design-alone lint) is
+    no longer made: a netlist build skips it because synthesis already elaborated the design alone
+    -- with the gate's rules off, a hierarchical reference into the testbench is refused there
+    (GATE-SYNTH) and never reaches a build -- while a build of the text as written (gate off,
+    test-only) still runs the lint and refuses the design."""
+    task = load_task("handshake")
+    text = (fixtures_dir() / "pol-hierref-testbench" / "submission.v").read_text()
+    off = frozenset({"rule:POL-HIERREF", "rule:POL-FORCE"})
+    r = grade(task, text, sim="verilator", hidden=0, disable=off)
+    assert (r["verdict"], r["failed_stage"]) == ("refused", "gate"), r["reason"]
+    assert "GATE-SYNTH" in r["stages"][1]["detail"]
+    raw = grade(task, text, sim="verilator", hidden=0, gate=False)
+    assert (raw["verdict"], raw["failed_stage"]) == ("compile_error", "build"), raw["reason"]
+    assert base.SELF_CONTAINED in raw["stages"][2]["detail"]
+    ok = grade(task, task.reference_text, sim="verilator", hidden=0)
+    assert ok["verdict"] == "pass"
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    b = verilator.Verilator().build_netlist(task, synthesized(task, task.reference_text)[0],
+                                            vl_cache / "netlist-build")
+    assert (b.status, b.extra["alone_check"]) == ("pass", "gate netlist")
+    assert verilator.model_key(task, design) != verilator.model_key(task, design, standalone=True)

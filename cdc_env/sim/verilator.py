@@ -209,10 +209,13 @@ def _sh_quote(s: str) -> str:
     return s if re.fullmatch(r"[A-Za-z0-9_./=+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
 
 
-def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = ()) -> str:
-    """The patch fingerprint of a Verilator build: every input that can change the model."""
+def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = (), *,
+              standalone: bool = False) -> str:
+    """The patch fingerprint of a Verilator build: every input that can change the model, and
+    which checks the build applied (a netlist build skips the design-alone lint)."""
     h = hashlib.sha256()
-    parts: list[bytes] = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
+    parts: list[bytes] = [runtime_key().encode(), b"netlist" if standalone else b"text",
+                          *(a.encode() for a in VERILATOR_FLAGS),
                           *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
                           *(a.encode() for a in LINKER),
                           *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
@@ -357,12 +360,18 @@ class Verilator(Simulator):
     def version(self) -> str:
         return verilator_version()
 
+    def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
+                      sandbox: bool = True) -> Build:
+        return self.build(task, design, workdir, sandbox=sandbox, standalone=True)
+
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True,
-              harness_defines: tuple[str, ...] = ()) -> Build:
+              harness_defines: tuple[str, ...] = (), standalone: bool = False) -> Build:
         """Verilate, compile and link the testbench of ``task`` with ``design``.
 
         ``harness_defines`` (test-only) adds -D flags to the C++ main, e.g. CDC_LEAK_TEST.
-        build.extra records the runtime's CPU cost when this call had to build it.
+        ``standalone``: ``design`` is the gate's netlist (``build_netlist``), which synthesis
+        elaborated alone, so the design-alone lint (``self_contained``: one more Verilator run) is
+        not repeated. build.extra records the runtime's CPU cost when this call had to build it.
         """
         root = verilator_root()
         if root is None:
@@ -373,12 +382,13 @@ class Verilator(Simulator):
             return Build("tool_error", f"Verilator runtime: {exc}", workdir)
         files = stage_sources(task, design, workdir)
         shutil.copyfile(harness_file(), workdir / HARNESS)
-        key = model_key(task, design, harness_defines)
+        key = model_key(task, design, harness_defines, standalone=standalone)
+        alone_check = "gate netlist" if standalone else "verilator lint"
         cached = _cache_get(key, workdir)
         if cached is not None:
             return Build("pass", cached, workdir, 0.0, 0.0, 0,
                          {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
-                          "model_cache": "hit", "model_key": key[:16],
+                          "model_cache": "hit", "model_key": key[:16], "alone_check": alone_check,
                           "batch_hazards": _read_hazards(workdir)})
         env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
@@ -387,7 +397,7 @@ class Verilator(Simulator):
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
         extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name, "model_cache": "miss",
-                 "model_key": key[:16]}
+                 "model_key": key[:16], "alone_check": alone_check}
         log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
         failed = build_failure(v, log)
         if failed:
@@ -397,12 +407,13 @@ class Verilator(Simulator):
         why = own_code(design, workdir / "obj" / "Vtb__Dpi.h")
         if why:
             return Build("compile_error", why, workdir, cpu, wall, rss, extra)
-        lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
-                "-Wno-style", "--top-module", task.top, "-I."]
-        refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
-        cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
-        if refused:
-            return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
+        if not standalone:
+            lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
+                    "-Wno-style", "--top-module", task.top, "-I."]
+            refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
+            cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+            if refused:
+                return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
         extra["batch_hazards"] = batch_hazards(workdir / "obj")
         (workdir / HAZARDS_FILE).write_text(json.dumps(extra["batch_hazards"]))
         # One translation unit of the generated files; the C++ main is a cached object of its own.
