@@ -224,7 +224,7 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
                                 "submitted text is simulated as written")))
         return _simulate(report, cost, task, simulator, steps, design, allowed.text, hidden=hidden,
                          settle=settle, sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir,
-                         batch=batch, seed_limits=seed_limits, disable=disable, policy=policy)
+                         batch=batch, seed_limits=seed_limits, disable=disable, policy=policy, netlist=False)
     off = frozenset(d.split(":", 1)[1] for d in disable if d.startswith("rule:"))
     own = time.thread_time()
     g = run_gate(task, design, skip_rules=off)  # skip_rules: test-only (fixture proofs)
@@ -255,20 +255,21 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
     built = {task.editable: g.netlist["verilog"]}  # the netlist holds the task's read-only sources, flattened
     return _simulate(report, cost, task, simulator, steps, built, allowed.text, hidden=hidden, settle=settle,
                      sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir, batch=batch,
-                     seed_limits=seed_limits, disable=disable, policy=policy)
+                     seed_limits=seed_limits, disable=disable, policy=policy, netlist=True)
 
 
 def _simulate(report: Report, cost: dict, task: Task, simulator: Simulator, steps: list[Step],
               built: dict[str, str], text: str, *, hidden: int | str | None, settle: bool, sandbox: bool,
               jobs: int | None, progress: Progress | None, keep_dir: Path | None, batch: bool,
-              seed_limits: Limits, disable: frozenset[str], policy: str) -> list[Step]:
-    """Build ``built`` and run the visible and hidden seed stages; ``steps`` so far plus theirs."""
+              seed_limits: Limits, disable: frozenset[str], policy: str, netlist: bool) -> list[Step]:
+    """Build ``built`` and run the visible and hidden seed stages; ``steps`` so far plus theirs.
+    ``netlist``: ``built`` is the gate's netlist (``Simulator.build_netlist``), not the text."""
     if not simulator.available():
         why = simulator.missing()
         return [*steps, Step(Stage("build", "tool_error", why), why)]
 
     with scratch_build(simulator, task, built, sandbox=sandbox, keep_dir=keep_dir,
-                       prefix="cdc-grade-") as b:
+                       prefix="cdc-grade-", netlist=netlist) as b:
         # 3. Build
         cost["child_cpu"] += b.cpu_s
         report.peak_rss_kb = max(report.peak_rss_kb or 0, b.max_rss_kb)

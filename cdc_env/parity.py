@@ -71,8 +71,8 @@ def compare_design(task: Task, text: str, seeds: list[int], *, settle: bool, des
     icarus, vl = get_simulator("icarus"), get_simulator("verilator")
     files = synthesized(task, text)[0]  # what a grade simulates: the netlist, never the text
     row = ParityRow(task.id, design, settle, len(seeds), 0, [], [], 0, {})
-    with scratch_build(icarus, task, files, sandbox=sandbox, prefix="cdc-parity-") as bi, \
-            scratch_build(vl, task, files, sandbox=sandbox, prefix="cdc-parity-") as bv:
+    with scratch_build(icarus, task, files, sandbox=sandbox, prefix="cdc-parity-", netlist=True) as bi, \
+            scratch_build(vl, task, files, sandbox=sandbox, prefix="cdc-parity-", netlist=True) as bv:
         row.cpu_s = {"icarus_build": round(bi.cpu_s, 3), "verilator_build": round(bv.cpu_s, 3)}
         if bi.status != bv.status or bi.status != "pass":
             row.build = f"icarus {bi.status}, verilator {bv.status}"

@@ -8,9 +8,12 @@ import os
 
 import pytest
 
+from cdc_env.gate import synthesized
+from cdc_env.grade import grade
 from cdc_env.parity import compare_design
+from cdc_env.paths import fixtures_dir
 from cdc_env.sim import base, verilator
-from cdc_env.sim.seeds import hidden_seeds
+from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.task import list_tasks, load_task
 
 from .conftest import needs_icarus
@@ -146,3 +149,56 @@ def test_the_model_cache_skips_a_rebuild_of_the_same_patch(tmp_path, monkeypatch
     assert not any(entry.parent.iterdir())
     monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
     assert sim.build(task, design, tmp_path / "d").extra["model_cache"] == "miss"
+
+
+@needs_verilator
+def test_the_main_object_is_compiled_once_per_task_and_keyed_by_what_it_reads(tmp_path, monkeypatch):
+    """The C++ main's object is cached (model cache off: every build is a first build); a build
+    whose generated headers differ does not reuse it; and a model linked with the cached object
+    gives the same seed results as one that compiled its own."""
+    mains = tmp_path / "mains"
+    monkeypatch.setattr(verilator, "_main_cache", lambda: mains)
+    monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
+    task = load_task("handshake")
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    sim = verilator.Verilator()
+    first = sim.build(task, design, tmp_path / "a")
+    again = sim.build(task, design, tmp_path / "b")
+    assert first.status == again.status == "pass"
+    assert (first.extra["main_cache"], again.extra["main_cache"]) == ("miss", "hit")
+    assert len(list(mains.iterdir())) == 1
+    for seed in hidden_seeds(task, 2):
+        p = plan_seed(task, seed)
+        assert sim.run_seed(first, p, settle=True).key() == sim.run_seed(again, p, settle=True).key()
+    headers = {n: (tmp_path / "a" / "obj" / n).read_bytes() for n in verilator.MAIN_HEADERS}
+    key = verilator.main_key(task, (), headers)
+    assert (mains / f"{key}.o").is_file()
+    changed = dict(headers, **{"Vtb.h": headers["Vtb.h"] + b"\n"})
+    assert verilator.main_key(task, (), changed) != key
+    assert verilator.main_key(task, ("CDC_LEAK_TEST",), headers) != key
+    assert verilator.main_key(load_task("event"), (), headers) != key  # the testbench's name
+
+
+@needs_verilator
+def test_a_design_naming_the_testbench_never_builds_with_or_without_the_lint(vl_cache):
+    """The design-alone guarantee, kept where the second Verilator run (the design-alone lint) is
+    no longer made: a netlist build skips it because synthesis already elaborated the design alone
+    -- with the gate's rules off, a hierarchical reference into the testbench is refused there
+    (GATE-SYNTH) and never reaches a build -- while a build of the text as written (gate off,
+    test-only) still runs the lint and refuses the design."""
+    task = load_task("handshake")
+    text = (fixtures_dir() / "pol-hierref-testbench" / "submission.v").read_text()
+    off = frozenset({"rule:POL-HIERREF", "rule:POL-FORCE"})
+    r = grade(task, text, sim="verilator", hidden=0, disable=off)
+    assert (r["verdict"], r["failed_stage"]) == ("refused", "gate"), r["reason"]
+    assert "GATE-SYNTH" in r["stages"][1]["detail"]
+    raw = grade(task, text, sim="verilator", hidden=0, gate=False)
+    assert (raw["verdict"], raw["failed_stage"]) == ("compile_error", "build"), raw["reason"]
+    assert base.SELF_CONTAINED in raw["stages"][2]["detail"]
+    ok = grade(task, task.reference_text, sim="verilator", hidden=0)
+    assert ok["verdict"] == "pass"
+    design = {task.editable: task.reference_text, **{r: task.text(r) for r in task.sources}}
+    b = verilator.Verilator().build_netlist(task, synthesized(task, task.reference_text)[0],
+                                            vl_cache / "netlist-build")
+    assert (b.status, b.extra["alone_check"]) == ("pass", "gate netlist")
+    assert verilator.model_key(task, design) != verilator.model_key(task, design, standalone=True)

@@ -270,6 +270,14 @@ class Simulator(ABC):
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
         """Stage the sources of ``task`` with ``design`` in ``workdir`` and build them."""
 
+    def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
+                      sandbox: bool = True) -> Build:
+        """``build`` for a design that is the gate's netlist (``gate.synthesized`` / a grade's gate
+        stage). Synthesis elaborated it with the task's own sources and the primitives alone --
+        nothing of the testbench -- so it cannot name the testbench, and a backend may skip its
+        own design-alone elaboration (``self_contained``). The default builds as ``build`` does."""
+        return self.build(task, design, workdir, sandbox=sandbox)
+
     @abstractmethod
     def seed_argv(self, build: Build, plan: SeedPlan, settle: bool) -> list[str]:
         """The command of one seed, run in the build folder (no nonce: that goes by pipe)."""

@@ -325,12 +325,15 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
 
 @contextmanager
 def scratch_build(sim: Simulator, task: Task, design: dict[str, str], *, sandbox: bool = True,
-                  keep_dir: Path | None = None, prefix: str = "cdc-build-") -> Iterator[Build]:
+                  keep_dir: Path | None = None, prefix: str = "cdc-build-",
+                  netlist: bool = False) -> Iterator[Build]:
     """Build ``design`` with ``sim`` in a fresh scratch directory, which is deleted on exit (copied
-    to ``keep_dir`` first when given, as evidence)."""
+    to ``keep_dir`` first when given, as evidence). ``netlist``: ``design`` is the gate's netlist
+    (``Simulator.build_netlist``)."""
     work = Path(tempfile.mkdtemp(prefix=prefix))
     try:
-        yield sim.build(task, design, work, sandbox=sandbox)
+        build = sim.build_netlist if netlist else sim.build
+        yield build(task, design, work, sandbox=sandbox)
     finally:
         if keep_dir is not None:
             shutil.copytree(work, keep_dir, dirs_exist_ok=True)

