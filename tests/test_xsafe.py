@@ -7,15 +7,19 @@ netlists by hand (no tools); the fixture tests synthesize and grade real designs
 
 from __future__ import annotations
 
+import re
+import secrets
+
 import pytest
 
+from cdc_env import paths
 from cdc_env.fixtures import load_fixtures
 from cdc_env.gate import run_gate
 from cdc_env.gate.xsafe import check
 from cdc_env.grade import grade
 from cdc_env.sim import get_simulator
 from cdc_env.sim.costmodel import choose_simulator
-from cdc_env.task import load_task
+from cdc_env.task import list_tasks, load_task
 
 CLOCKS, RESETS = {"clk": "a"}, {"rst_n": "a"}
 PORTS = {
@@ -171,9 +175,36 @@ def test_auto_takes_the_cheaper_simulator_only_for_an_x_safe_netlist():
     batched at 8+200), a netlist that is not X-safe and no netlist at all (before the gate) get
     Icarus, whatever the cost."""
     t = load_task("handshake")
-    name, why = choose_simulator(t, t.reference_text, hidden=200, settle=True, x_safe=(True, "ok"))
+    new = t.reference_text + f"\n// a new patch {secrets.token_hex(8)}\n"  # no certificate can cover it
+    name, why = choose_simulator(t, new, hidden=200, settle=True, x_safe=(True, "ok"))
     assert name == "verilator" and "netlist X-safe" in why
-    name, why = choose_simulator(t, t.reference_text, hidden=200, settle=True, x_safe=(False, "a $dff"))
+    name, why = choose_simulator(t, new, hidden=200, settle=True, x_safe=(False, "a $dff"))
     assert name == "icarus" and "a $dff" in why
-    name, why = choose_simulator(t, t.reference_text + "\n// new patch\n", hidden=200, settle=True)
+    name, why = choose_simulator(t, new, hidden=200, settle=True)
     assert name == "icarus" and "certificate" in why
+
+
+def _tb_regs(text: str) -> dict[str, bool]:
+    """Every ``reg`` a testbench declares at module level -> whether it has an initialiser."""
+    out: dict[str, bool] = {}
+    for m in re.finditer(r"^\s*reg\b\s*(?:\[[^\]]*\]\s*)?([^;]*);", text, re.M):
+        for item in m.group(1).split(","):
+            name = re.match(r"\s*([A-Za-z_]\w*)", item)
+            if name and "[" not in item.split("=")[0][len(name.group(0)) :]:  # not a memory
+                out[name.group(1)] = "=" in item
+    return out
+
+
+def test_every_testbench_drives_known_inputs_from_time_0():
+    """X safety's assumption about the testbench: every design input it drives from a ``reg`` is
+    initialised at its declaration (so it is never X on Icarus), and the harness's clocks and
+    resets are too. Catches a testbench that leaves an input X until its first assignment."""
+    harness = _tb_regs((paths.trusted_source("hdl", "cdc_tb.vh")).read_text())
+    assert all(harness[n] for n in ("clk_a", "clk_b", "rst_an", "rst_bn")), harness
+    for t in list_tasks():
+        text = t.path(t.testbench).read_text()
+        regs = {**harness, **_tb_regs(text)}
+        inst = re.search(rf"\b{t.top}\s+\w+\s*\((.*?)\);", text, re.S)
+        assert inst, t.id
+        driven = [s for s in re.findall(r"\.\w+\s*\(\s*(\w+)\s*\)", inst.group(1)) if s in regs]
+        assert driven and all(regs[s] for s in driven), (t.id, {s: regs[s] for s in driven})
