@@ -23,8 +23,9 @@ being released) and otherwise steps to its successor every cycle, and that it le
 ``LEAVE_MAX`` cycles of a release.
 
 Every output is a pure function of ``RstParams`` (text only, no time, no randomness); variants
-are listed in ``VARIANTS``; ``cdc-env rst generate --all`` rewrites their folders and
-tests/test_resetfam.py checks that they match.
+are listed in ``VARIANTS``; ``python3 -c "from cdc_env import resetfam; resetfam.write_all()"``
+rewrites their folders and tests/test_reset_model.py checks that they match (there is no CLI
+command for this family yet).
 """
 
 from __future__ import annotations
@@ -428,6 +429,14 @@ VARIANTS: tuple[RstParams, ...] = (
     RstParams("rst_05", "phase_gen", "count", "ring", "rdc", "a", visible=(1, 2, 3, 4, 5, 6, 7, 8)),
     RstParams("rst_06", "tick_pair", "lfsr", "count", "wrong", "b", visible=(1, 2, 3, 4, 5, 14, 25, 26)),
 )
+
+
+def write_all(root: Path | None = None) -> list[Path]:
+    """Rewrite every committed variant's folder (``tasks/<id>/`` by default)."""
+    from . import paths  # noqa: PLC0415
+
+    base = Path(root) if root is not None else paths.tasks_dir()
+    return [write_task(p, base / p.id, force=True) for p in VARIANTS]
 
 
 def by_id(vid: str) -> RstParams | None:
