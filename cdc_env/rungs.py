@@ -29,6 +29,8 @@ from .task import Task
 RUNGS = ("full", "symptom", "minimal")
 DEFAULT_RUNG = "full"
 STORAGE_PRIMITIVE = "cdc_ram"
+RESET_PRIMITIVE = "cdc_sync_reset"
+MODEL_CELL = "cdc_arst_ff"  # the late-release model (trusted/hdl/cdc_reset.v), never in a design
 
 # Section heads (lower case, leading words) -> section kind.
 _KINDS = (
@@ -96,15 +98,20 @@ def sections(text: str, where: str = "bug report") -> tuple[str, dict[str, str]]
 
 
 def primitives(task: Task) -> list[str]:
-    """The provided primitives the task may use: every module of the primitives file, the storage
-    primitive only for a task whose design holds words in it (as gate rule CDC-MEM decides)."""
-    names = re.findall(r"^\s*module\s+(\w+)", paths.primitives_file().read_text(encoding="utf-8"), re.M)
+    """The provided primitives the task may use: every module the primitive files define for
+    designs (not the late-release model cell, which synthesis alone places), the storage primitive
+    only for a task whose design holds words in it (as gate rule CDC-MEM decides), the reset
+    synchronizer only for a task with a reset asynchronous to its clocks."""
+    names = [n for p in paths.primitive_files()
+             for n in re.findall(r"^\s*module\s+(\w+)", p.read_text(encoding="utf-8"), re.M)]
     storage = (
         task.storage
         if task.storage is not None
         else bool(re.search(rf"\b{STORAGE_PRIMITIVE}\b", task.defective_text))
     )
-    return [n for n in names if storage or n != STORAGE_PRIMITIVE]
+    skip = {MODEL_CELL} | ({STORAGE_PRIMITIVE} if not storage else set()) | (
+        {RESET_PRIMITIVE} if not task.async_resets else set())
+    return [n for n in names if n not in skip]
 
 
 def title(task: Task, rung: str = DEFAULT_RUNG) -> str:
