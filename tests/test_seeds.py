@@ -85,3 +85,21 @@ def test_clock_corners_are_a_fixed_share_of_hidden_seeds():
         # the corner replaces the clocks only: stimulus and settling keys are the seed's own
         others = [s for s in hs if not is_corner(t, s)]
         assert len({plan_seed(t, s).ratio for s in others}) > len(others) // 2
+
+
+def test_a_design_that_misbehaves_only_at_an_exact_ratio_is_caught_by_the_corners():
+    """Fixture sim-t23-hs-ratio-trojan-1to1 (issue 23, class 6): the reference handshake plus a
+    detector that sends a spurious acknowledgement when the clocks run exactly 1:1. No continuous
+    draw of this task's hidden seeds comes within 2.6 % of 1:1, so only the corners can catch it:
+    it must fail on some hidden seeds, and every one of them must be a 1:1 corner."""
+    from cdc_env import paths
+    from cdc_env.grade import grade
+    from cdc_env.sim.seeds import is_corner
+
+    t = load_task("handshake")
+    text = (paths.fixtures_dir() / "sim-t23-hs-ratio-trojan-1to1" / "submission.v").read_text()
+    report = grade(t, text, hidden="all")
+    failed = [r["seed"] for r in report["seeds"]["hidden"]["results"] if r["status"] != "pass"]
+    assert failed, "the corners did not catch a design that misbehaves only at 1:1"
+    assert all(is_corner(t, s) and plan_seed(t, s).half_a == plan_seed(t, s).half_b for s in failed), failed
+    assert all(abs(plan_seed(t, s).ratio - 1.0) > 0.02 for s in hidden_seeds(t) if not is_corner(t, s))
