@@ -34,10 +34,10 @@ from .task import Task, list_tasks, load_task
 
 DESIGN_KINDS = ("reference", "defective", "raw_crossing", "compile_error")
 _PARENS = r"(?:[^()]|\([^()]*\))*"  # text with at most one level of nested parentheses
-_INSTANCE = re.compile(rf"\b(cdc_sync_bit|cdc_sync_bus|cdc_sync_pulse)\b\s*(?:#\s*\({_PARENS}\)\s*)?"
-                       rf"\w+\s*\(({_PARENS})\)\s*;", re.S)
+_INSTANCE = re.compile(rf"\b(cdc_sync_bit|cdc_sync_bus|cdc_sync_pulse|cdc_sync_reset)\b"
+                       rf"\s*(?:#\s*\({_PARENS}\)\s*)?\w+\s*\(({_PARENS})\)\s*;", re.S)
 _PORT = re.compile(r"\.(\w+)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
-_THROUGH = {"d_i": "q_o", "pulse_i": "pulse_o"}
+_THROUGH = {"d_i": "q_o", "pulse_i": "pulse_o", "rst_ni": "rst_no"}
 
 
 def agents_dir() -> Path:
