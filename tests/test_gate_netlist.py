@@ -351,3 +351,53 @@ def test_a_combinational_loop_inside_one_domain_is_refused():
     found = [f for f in gate(text).findings if f["rule"] == "CDC-CLOCK"]
     assert found and "combinational loop" in found[0]["message"], gate(text).findings
     assert gate(REF).status == "pass"
+
+
+RST = load_task("rst_01")
+RING = """  always @(posedge clk_a_i or negedge rst_a_n) begin
+    if (!rst_a_n) st_a_q <= 4'b0001;"""
+
+
+@pytest.mark.parametrize("enable", ["", "else if (up_a_q) "])
+def test_asynchronously_loaded_flops_run_the_late_release_model(enable):
+    # The ring loads a signal (another register's value) while the raw system reset is low: an
+    # asynchronous load ($aldff, $aldffe with an enable). The simulated netlist must give it the
+    # late-release model like any asynchronously reset flop -- as written, its release never came
+    # late and the defect passed every seed (fixture rst-async-load-raw-system-reset).
+    seed = ("  reg [3:0] seed_a_q;\n  always @(posedge clk_a_i or negedge rst_a_n)\n"
+            "    if (!rst_a_n) seed_a_q <= 4'b0001; else seed_a_q <= {seed_a_q[2:0], seed_a_q[3]};\n")
+    text = RST.clean_text.replace("  reg [3:0] st_a_q;\n", "  reg [3:0] st_a_q;\n" + seed)
+    text = text.replace(RING, RING.replace("4'b0001;", "seed_a_q;"))
+    text = text.replace("    else st_a_q <= {st_a_q[2:0]", f"    {enable or 'else '}st_a_q <= {{st_a_q[2:0]")
+    res = gate(text, RST)
+    assert res.status == "pass", res.findings
+    v = res.netlist["verilog"]
+    # no flop of the netlist keeps an asynchronous control of its own (two events in one list)
+    assert not re.search(r"always @\((pos|neg)edge [^)]*, (pos|neg)edge", v), v
+    keyed = re.findall(r"cdc_arst_ff #\((?:[^()]|\([^()]*\))*\.KEY\(32'd(\d+)\)", v)
+    # the seed, the ring (the asynchronous load), the counter and the up flag: each its own model
+    assert len(keyed) == 4 and len(set(keyed)) == 4, keyed
+
+
+def test_per_bit_set_and_clear_flops_map_onto_the_model_too(tmp_path):
+    # The slang front end never makes a $dffsr today (two asynchronous controls are refused as
+    # GATE-SYNTH), but the mapping covers it: every bit becomes an asynchronous load of 0 or 1.
+    import subprocess
+    import sys
+
+    from cdc_env.gate.synth import ARST_MAP
+
+    (tmp_path / "map.v").write_text(ARST_MAP)
+    (tmp_path / "t.il").write_text(
+        "module \\t\n  wire input 1 \\c\n  wire width 3 input 2 \\s\n  wire width 3 input 3 \\r\n"
+        "  wire width 3 input 4 \\d\n  wire width 3 output 5 \\q\n"
+        "  cell $dffsr \\ff\n    parameter \\WIDTH 3\n    parameter \\CLK_POLARITY 1'1\n"
+        "    parameter \\SET_POLARITY 1'1\n    parameter \\CLR_POLARITY 1'0\n"
+        "    connect \\CLK \\c\n    connect \\SET \\s\n    connect \\CLR \\r\n    connect \\D \\d\n"
+        "    connect \\Q \\q\n  end\nend\n")
+    script = ("from pyosys import libyosys as ys\nd = ys.Design()\n"
+              "ys.run_pass('read_rtlil t.il; techmap -map map.v; opt_clean; write_verilog -noattr out.v', d)\n")
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    v = (tmp_path / "out.v").read_text()
+    assert v.count("cdc_arst_ff") == 3 and "$dffsr" not in v and "$aldff" not in v, v

@@ -76,6 +76,54 @@ module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, para
                 .ARST_VALUE(ARST_VALUE))
     _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
 endmodule
+(* techmap_celltype = "$aldff" *)
+module _cdc_map_aldff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ALOAD_POLARITY = 1'b1)
+                       (input CLK, input ALOAD, input [WIDTH-1:0] AD, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
+  \$aldffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .ALOAD_POLARITY(ALOAD_POLARITY))
+    _TECHMAP_REPLACE_ (.CLK(CLK), .EN(1'b1), .ALOAD(ALOAD), .AD(AD), .D(D), .Q(Q));
+endmodule
+(* techmap_celltype = "$aldffe" *)
+module _cdc_map_aldffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter EN_POLARITY = 1'b1,
+                         parameter ALOAD_POLARITY = 1'b1)
+                        (input CLK, input EN, input ALOAD, input [WIDTH-1:0] AD, input [WIDTH-1:0] D,
+                         output [WIDTH-1:0] Q);
+  // An asynchronous load is a reset whose value is a signal: "held" is a late-release flop that is
+  // all ones while the load is asserted and clears, bit by bit, on the first enabled edge after
+  // the release (or the next, when that release was close); a bit shows the loaded value, kept
+  // by a latch from the release on, while held, and the clocked value after.
+  wire [WIDTH-1:0] held, loaded, clocked;
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ALOAD_POLARITY), .EN_POLARITY(EN_POLARITY),
+                .ARST_VALUE({WIDTH{1'b1}}))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN), .D({WIDTH{1'b0}}), .Q(held));
+  \$dlatch #(.WIDTH(WIDTH), .EN_POLARITY(ALOAD_POLARITY)) load (.EN(ALOAD), .D(AD), .Q(loaded));
+  \$dffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY))
+    clocked_q (.CLK(CLK), .EN(EN), .D(D), .Q(clocked));
+  assign Q = (held & loaded) | (~held & clocked);
+endmodule
+(* techmap_celltype = "$dffsr" *)
+module _cdc_map_dffsr #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter SET_POLARITY = 1'b1,
+                        parameter CLR_POLARITY = 1'b1)
+                       (input CLK, input [WIDTH-1:0] SET, input [WIDTH-1:0] CLR, input [WIDTH-1:0] D,
+                        output [WIDTH-1:0] Q);
+  \$dffsre #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .SET_POLARITY(SET_POLARITY),
+             .CLR_POLARITY(CLR_POLARITY))
+    _TECHMAP_REPLACE_ (.CLK(CLK), .EN(1'b1), .SET(SET), .CLR(CLR), .D(D), .Q(Q));
+endmodule
+(* techmap_celltype = "$dffsre" *)
+module _cdc_map_dffsre #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter EN_POLARITY = 1'b1,
+                         parameter SET_POLARITY = 1'b1, parameter CLR_POLARITY = 1'b1)
+                        (input CLK, input EN, input [WIDTH-1:0] SET, input [WIDTH-1:0] CLR,
+                         input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
+  // Per-bit set and clear (clear first, as in Yosys's own model): each bit is an asynchronous
+  // load of 0 (clear) or 1 (set), mapped as $aldffe above.
+  wire [WIDTH-1:0] set_e = SET_POLARITY ? SET : ~SET;
+  wire [WIDTH-1:0] clr_e = CLR_POLARITY ? CLR : ~CLR;
+  genvar i;
+  generate for (i = 0; i < WIDTH; i = i + 1) begin : bit_
+    \$aldffe #(.WIDTH(1), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY), .ALOAD_POLARITY(1'b1))
+      ff (.CLK(CLK), .EN(EN), .ALOAD(set_e[i] | clr_e[i]), .AD(~clr_e[i]), .D(D[i]), .Q(Q[i]));
+  end endgenerate
+endmodule
 """
 MODEL_KEYED = ("cdc_arst_ff", "cdc_sync_reset")  # cells that get KEY, a hash of their netlist name
 STUB_NAME = "cdc_primitives_stub.v"
