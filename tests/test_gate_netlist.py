@@ -396,8 +396,10 @@ def test_per_bit_set_and_clear_flops_map_onto_the_model_too(tmp_path):
         "    connect \\CLK \\c\n    connect \\SET \\s\n    connect \\CLR \\r\n    connect \\D \\d\n"
         "    connect \\Q \\q\n  end\nend\n")
     script = ("from pyosys import libyosys as ys\nd = ys.Design()\n"
-              "ys.run_pass('read_rtlil t.il; techmap -map map.v; opt_clean; write_verilog -noattr out.v', d)\n")
-    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+              "ys.run_pass('read_rtlil t.il; techmap -map map.v; opt_clean; "
+              "write_verilog -noattr out.v', d)\n")
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     v = (tmp_path / "out.v").read_text()
     assert v.count("cdc_arst_ff") == 3 and "$dffsr" not in v and "$aldff" not in v, v

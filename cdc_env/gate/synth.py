@@ -57,7 +57,10 @@ endmodule
 PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset")
 # The late-release model (trusted/hdl/cdc_reset.v): every asynchronously reset flop of the netlist
 # that the simulators run becomes a cdc_arst_ff with the cell's own parameters (a falling-edge
-# flop gets its clock through an inverter: the model is rising-edge only). The netlist the
+# flop gets its clock through an inverter: the model is rising-edge only). An asynchronous load
+# ($aldff: a reset whose value is a signal) and per-bit set/clear ($dffsr, mapped as per-bit loads)
+# meet the same model: a cdc_arst_ff says which bits still hold the loaded value, a latch keeps it
+# from the release on. No asynchronously controlled flop reaches the simulators unmodelled. The netlist the
 # rules query (netlist.json) is written before this mapping and keeps the Yosys cells.
 ARST_MAP_NAME = "cdc_arst_map.v"
 ARST_MAP = """\
@@ -78,8 +81,9 @@ module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, para
 endmodule
 (* techmap_celltype = "$aldff" *)
 module _cdc_map_aldff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ALOAD_POLARITY = 1'b1)
-                       (input CLK, input ALOAD, input [WIDTH-1:0] AD, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  \$aldffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .ALOAD_POLARITY(ALOAD_POLARITY))
+                       (input CLK, input ALOAD, input [WIDTH-1:0] AD, input [WIDTH-1:0] D,
+                        output [WIDTH-1:0] Q);
+  \\$aldffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .ALOAD_POLARITY(ALOAD_POLARITY))
     _TECHMAP_REPLACE_ (.CLK(CLK), .EN(1'b1), .ALOAD(ALOAD), .AD(AD), .D(D), .Q(Q));
 endmodule
 (* techmap_celltype = "$aldffe" *)
@@ -95,8 +99,8 @@ module _cdc_map_aldffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, par
   cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ALOAD_POLARITY), .EN_POLARITY(EN_POLARITY),
                 .ARST_VALUE({WIDTH{1'b1}}))
     _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN), .D({WIDTH{1'b0}}), .Q(held));
-  \$dlatch #(.WIDTH(WIDTH), .EN_POLARITY(ALOAD_POLARITY)) load (.EN(ALOAD), .D(AD), .Q(loaded));
-  \$dffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY))
+  \\$dlatch #(.WIDTH(WIDTH), .EN_POLARITY(ALOAD_POLARITY)) load (.EN(ALOAD), .D(AD), .Q(loaded));
+  \\$dffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY))
     clocked_q (.CLK(CLK), .EN(EN), .D(D), .Q(clocked));
   assign Q = (held & loaded) | (~held & clocked);
 endmodule
@@ -105,7 +109,7 @@ module _cdc_map_dffsr #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, para
                         parameter CLR_POLARITY = 1'b1)
                        (input CLK, input [WIDTH-1:0] SET, input [WIDTH-1:0] CLR, input [WIDTH-1:0] D,
                         output [WIDTH-1:0] Q);
-  \$dffsre #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .SET_POLARITY(SET_POLARITY),
+  \\$dffsre #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(1'b1), .SET_POLARITY(SET_POLARITY),
              .CLR_POLARITY(CLR_POLARITY))
     _TECHMAP_REPLACE_ (.CLK(CLK), .EN(1'b1), .SET(SET), .CLR(CLR), .D(D), .Q(Q));
 endmodule
@@ -120,7 +124,7 @@ module _cdc_map_dffsre #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, par
   wire [WIDTH-1:0] clr_e = CLR_POLARITY ? CLR : ~CLR;
   genvar i;
   generate for (i = 0; i < WIDTH; i = i + 1) begin : bit_
-    \$aldffe #(.WIDTH(1), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY), .ALOAD_POLARITY(1'b1))
+    \\$aldffe #(.WIDTH(1), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY), .ALOAD_POLARITY(1'b1))
       ff (.CLK(CLK), .EN(EN), .ALOAD(set_e[i] | clr_e[i]), .AD(~clr_e[i]), .D(D[i]), .Q(Q[i]));
   end endgenerate
 endmodule
