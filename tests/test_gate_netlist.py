@@ -385,9 +385,9 @@ def test_per_bit_set_and_clear_flops_map_onto_the_model_too(tmp_path):
     import subprocess
     import sys
 
-    from cdc_env.gate.synth import ARST_MAP
+    from cdc_env.gate.synth import ALOAD_MAP
 
-    (tmp_path / "map.v").write_text(ARST_MAP)
+    (tmp_path / "map.v").write_text(ALOAD_MAP)
     (tmp_path / "t.il").write_text(
         "module \\t\n  wire input 1 \\c\n  wire width 3 input 2 \\s\n  wire width 3 input 3 \\r\n"
         "  wire width 3 input 4 \\d\n  wire width 3 output 5 \\q\n"

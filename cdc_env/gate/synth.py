@@ -79,6 +79,12 @@ module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, para
                 .ARST_VALUE(ARST_VALUE))
     _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
 endmodule
+"""
+# Only read when the netlist has such a cell: the map file adds auto-numbered names, and every
+# other netlist stays byte for byte what it was before this map existed.
+ALOAD_MAP_NAME = "cdc_aload_map.v"
+ALOAD_CELLS = ("$aldff", "$aldffe", "$dffsr", "$dffsre")
+ALOAD_MAP = """\
 (* techmap_celltype = "$aldff" *)
 module _cdc_map_aldff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ALOAD_POLARITY = 1'b1)
                        (input CLK, input ALOAD, input [WIDTH-1:0] AD, input [WIDTH-1:0] D,
@@ -240,6 +246,9 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     ys.run_pass("write_json netlist.json", design)
     (workdir / ARST_MAP_NAME).write_text(ARST_MAP, encoding="utf-8")
     ys.run_pass(f"techmap -map {ARST_MAP_NAME}", design)
+    if any(c.type.str() in ALOAD_CELLS for c in module.cells_.values()):
+        (workdir / ALOAD_MAP_NAME).write_text(ALOAD_MAP, encoding="utf-8")
+        ys.run_pass(f"techmap -map {ALOAD_MAP_NAME}", design)
     for cell_name, cell in list(module.cells_.items()):
         kind = cell.type.str().lstrip("\\")
         if kind in MODEL_KEYED:
