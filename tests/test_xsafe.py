@@ -72,6 +72,14 @@ def _div(b: list) -> dict:
     )
 
 
+def _sdiv(b: list) -> dict:
+    return _cell(
+        "$div",
+        {"A_WIDTH": "32", "B_WIDTH": str(len(b)), "Y_WIDTH": "32", "A_SIGNED": "1", "B_SIGNED": "1"},
+        {"A": [4] * 32, "B": b, "Y": [6] * 32},
+    )
+
+
 def _shiftx(a_w: int, b_w: int, signed: str = "0") -> dict:
     return _cell(
         "$shiftx",
@@ -116,6 +124,8 @@ def _sync(rst: object) -> dict:
         ((_div(["0", "1"]),), True, "0 flops"),
         ((_div(["0", "0"]),), False, "division by zero"),
         ((_div([5]),), False, "division by zero"),
+        ((_sdiv(["1", "1"]),), False, "signed division by -1"),
+        ((_sdiv(["1", "0"]),), True, "0 flops"),
         ((_shiftx(4, 2),), True, "0 flops"),  # an index of 2 bits never leaves a 4-bit vector
         ((_shiftx(4, 3),), False, "past its vector"),
         ((_shiftx(8, 2, signed="1"),), False, "past its vector"),
@@ -156,7 +166,9 @@ def test_x_dependent_fixtures_are_not_x_safe():
         assert g.status == "pass" and g.netlist["x_safe"] is False, fx.name
 
 
-@pytest.mark.parametrize("name", ["sim-x-outputs", "sim-x-hs-divide-by-zero"])
+@pytest.mark.parametrize(
+    "name", ["sim-x-outputs", "sim-x-hs-divide-by-zero", "sim-b-signed-div-by-minus-one"]
+)
 def test_auto_keeps_the_icarus_verdict_of_an_x_dependent_design(name):
     """Graded with sim="auto" (hidden 200, where Verilator would be the cheaper plan), the design
     stays on Icarus and gets Icarus's verdict; on Verilator it passes (the X is what fails it)."""
