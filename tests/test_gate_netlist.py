@@ -403,3 +403,15 @@ def test_per_bit_set_and_clear_flops_map_onto_the_model_too(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     v = (tmp_path / "out.v").read_text()
     assert v.count("cdc_arst_ff") == 3 and "$dffsr" not in v and "$aldff" not in v, v
+
+
+def test_cdc_ram_read_data_kept_in_a_local_memory_is_still_data():
+    # The read word kept in a one-entry memory of the read domain: data stored as data, not
+    # control (refused before: the walk stopped at the memory write). The same memory read back
+    # into a comparison is control one memory removed, and stays refused.
+    kept = (paths.fixtures_dir() / "ok-fifo-read-word-in-local-memory" / "submission.v").read_text()
+    assert rules(kept, FIFO) == set(), gate(kept, FIFO).findings
+    steer_path = paths.fixtures_dir() / "cdc-ram-data-through-local-memory-to-decision" / "submission.v"
+    steer = steer_path.read_text()
+    found = [f for f in gate(steer, FIFO).findings if f["rule"] == "CDC-MEM"]
+    assert found and "reaches logic (ne)" in found[0]["message"], found

@@ -59,6 +59,8 @@ ASYNC = "async"
 ASYNC_PORTS = {"$adff": ("ARST",), "$adffe": ("ARST",), "$dffsr": ("SET", "CLR"),
                "$dffsre": ("SET", "CLR"), "$aldff": ("ALOAD",), "$aldffe": ("ALOAD",)}
 INVERTERS = {"$not", "$logic_not"}
+MEM_WRITES = ("$memwr", "$memwr_v2")
+MEM_READS = ("$memrd", "$memrd_v2")
 # Ports through which cdc_ram's read data may travel (a data path): a flop's D and async data,
 # the data inputs of a multiplexer and of a selection. Anything else consumes it as control.
 DATA_PORTS: dict[str, frozenset[str]] = {
@@ -884,6 +886,10 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
             for b in p["bits"]:
                 out_bits[b] = pname
     findings = []
+    readers: dict[str, list] = defaultdict(list)  # memory id -> the data bits of its read ports
+    for cell, c in net.cells.items():
+        if c["type"] in MEM_READS:
+            readers[_memid(net, cell)].extend(net.conn(cell, "DATA"))
     for cell, c in net.cells.items():
         if c["type"] != "cdc_ram":
             continue
@@ -899,7 +905,11 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
                 bad.setdefault(("out", out_bits[b]), b)
             for user, port, i in net.users.get(b, []):
                 t = net.type(user)
-                if port in DATA_PORTS.get(t, ()):
+                if t in MEM_WRITES and port == "DATA":
+                    # Kept in a memory of the design as data: it goes on at every read port of that
+                    # memory (its address and enable stay control, as for a flop's EN).
+                    work.extend(rb for rb in readers.get(_memid(net, user), ()) if isinstance(rb, int))
+                elif port in DATA_PORTS.get(t, ()):
                     if t in FLOPS:
                         q = net.conn(user, "Q")
                         if i < len(q):
@@ -925,6 +935,10 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
                                     "comparison or status output; cross pointers through synchronizers",
                                     file=file, line=line))
     return findings
+
+
+def _memid(net: Netlist, cell: str) -> str:
+    return str(net.cells[cell].get("parameters", {}).get("MEMID", cell))
 
 
 def summary(a: Analysis, prims: dict, crossings: list) -> dict:
