@@ -37,7 +37,9 @@ verdict and failing stage. It works on 45be8e2's tree as on today's (only ``grad
 ``load_task()``), so ``bench_pair.py`` can run it against both::
 
     python3 bench/bench_pair.py --old /work/wt/old45 --new . --runs 2 --warmup 0 --json \\
-        --metric total/grades_per_cpu_hour -- python3 /work/wt/ht/bench/rl_mix.py run /work/wt/ht/bench/rl_mix/mix.jsonl --json
+        --metric total/cpu_s -- python3 $PWD/bench/rl_mix.py run $PWD/bench/rl_mix/mix.jsonl --json
+
+(run the mix file and this script from one place for both sides: the same bytes graded.)
 """
 
 from __future__ import annotations
@@ -65,9 +67,11 @@ MISTAKES = [
     (r"\+ 1'b1", "+ 2'd2"), (r"\+ 1\b", "+ 2"), (r"- 1\b", "- 2"), (r"~(\w)", r"\1"), (r"!(\w)", r"\1"),
     (r"\[(\d+)\]", lambda m: f"[{max(int(m.group(1)) - 1, 0)}]"),
 ]
-SLIPS = [(r";\n", "\n"), (r"\bbegin\b", "begn"), (r"\bendmodule\b", "endmodul"), (r"<= ", "<= undeclared_q + ")]
+SLIPS = [(r";\n", "\n"), (r"\bbegin\b", "begn"), (r"\bendmodule\b", "endmodul"),
+         (r"<= ", "<= undeclared_q + ")]
 REG_DECL = re.compile(r"^\s*reg\s*(?:\[[^\]]*\]\s*)?(\w+)", re.M)
-SYNC_INST = re.compile(r"\bcdc_sync_(bit|bus)\s*(?:#\s*\(\s*\.WIDTH\((\d+)\)\s*\))?\s*(\w+)\s*\((.*?)\)\s*;", re.S)
+SYNC_INST = re.compile(r"\bcdc_sync_(bit|bus)\s*(?:#\s*\(\s*\.WIDTH\((\d+)\)\s*\))?\s*(\w+)\s*\((.*?)\)\s*;",
+                       re.S)
 
 
 def conn(body: str, port: str) -> str | None:
@@ -206,7 +210,8 @@ def run(path: Path, sim: str, hidden: int) -> dict:
         c["cpu_per_grade"] = round(c["cpu_s"] / c["n"], 4)
         c["cpu_s"] = round(c["cpu_s"], 3)
     return {"total": {"n": len(rows), "cpu_s": round(total, 3), "cpu_per_grade": round(total / len(rows), 4),
-                      "grades_per_cpu_hour": round(3600 * len(rows) / total), "wall_s": round(time.monotonic() - t0, 1)},
+                      "grades_per_cpu_hour": round(3600 * len(rows) / total),
+                      "wall_s": round(time.monotonic() - t0, 1)},
             "by_outcome": dict(sorted(by.items())),
             "kind_x_outcome": {f"{k} -> {o}": v for (k, o), v in sorted(kinds.items())}}
 
@@ -229,7 +234,8 @@ def main() -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         rows = make(args.n, args.seed)
         out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        print(f"wrote {len(rows)} lines to {out}: {dict(Counter(r['meta']['kind'] for r in rows))}", file=sys.stderr)
+        kinds = dict(Counter(r["meta"]["kind"] for r in rows))
+        print(f"wrote {len(rows)} lines to {out}: {kinds}", file=sys.stderr)
         return 0
     res = run(Path(args.mix), args.sim, args.hidden)
     if args.json:
