@@ -31,10 +31,10 @@ no per-patch cache (the Verilator model cache) can hit. The file is committed
 (bench/rl_mix/mix.jsonl) so that old and new trees grade the same bytes.
 
 ``run`` grades each line in this process with ``grade()`` (``sim`` and ``hidden`` from the command:
-the issue's basis is the default simulator, Icarus, at 8+32), the way grade-batch's one-worker
-loop does, and prints the count and CPU (``report["cpu_s"]``) by outcome class -- the grader's
-verdict and failing stage. It works on 45be8e2's tree as on today's (only ``grade()`` and
-``load_task()``), so ``bench_pair.py`` can run it against both::
+the issue's basis is the default simulator, Icarus, at 8+32; ``jobs=1`` as grade-batch's GradeJob),
+the way grade-batch's one-worker loop does, and prints the count and CPU (``report["cpu_s"]``)
+by outcome class -- the grader's verdict and failing stage. It works on 45be8e2's tree as on
+today's (only ``grade()`` and ``load_task()``), so ``bench_pair.py`` can run it against both::
 
     python3 bench/bench_pair.py --old /work/wt/old45 --new . --runs 2 --warmup 0 --json \\
         --metric total/cpu_s -- python3 $PWD/bench/rl_mix.py run $PWD/bench/rl_mix/mix.jsonl --json
@@ -191,7 +191,7 @@ def outcome(r: dict) -> str:
     return r["verdict"] if r["verdict"] in ("pass", "overfit") else f"{r['verdict']}@{r.get('failed_stage')}"
 
 
-def run(path: Path, sim: str, hidden: int) -> dict:
+def run(path: Path, sim: str, hidden: int, jobs: int = 1) -> dict:
     from cdc_env.grade import grade
     from cdc_env.task import load_task
 
@@ -200,7 +200,7 @@ def run(path: Path, sim: str, hidden: int) -> dict:
     kinds: Counter = Counter()
     t0, total = time.monotonic(), 0.0
     for row in rows:
-        r = grade(load_task(row["task"]), row["submission"], sim=sim, hidden=hidden)
+        r = grade(load_task(row["task"]), row["submission"], sim=sim, hidden=hidden, jobs=jobs)
         c = by.setdefault(outcome(r), {"n": 0, "cpu_s": 0.0})
         c["n"] += 1
         c["cpu_s"] += r["cpu_s"]
@@ -227,6 +227,8 @@ def main() -> int:
     rn.add_argument("mix")
     rn.add_argument("--sim", default="icarus")
     rn.add_argument("--hidden", type=int, default=32)
+    rn.add_argument("--jobs", type=int, default=1,
+                    help="seed processes in parallel inside a grade (grade-batch's GradeJob: 1)")
     rn.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.cmd == "make":
@@ -237,7 +239,7 @@ def main() -> int:
         kinds = dict(Counter(r["meta"]["kind"] for r in rows))
         print(f"wrote {len(rows)} lines to {out}: {kinds}", file=sys.stderr)
         return 0
-    res = run(Path(args.mix), args.sim, args.hidden)
+    res = run(Path(args.mix), args.sim, args.hidden, args.jobs)
     if args.json:
         json.dump(res, sys.stdout, indent=1)
     else:
