@@ -230,6 +230,8 @@ def main() -> int:
     rn.add_argument("--jobs", type=int, default=1,
                     help="seed processes in parallel inside a grade (grade-batch's GradeJob: 1)")
     rn.add_argument("--json", action="store_true")
+    rn.add_argument("--save", metavar="FILE", help="also append the result, with the tree graded, to FILE "
+                    "(JSON Lines: bench_pair.py keeps only one number of each run)")
     args = ap.parse_args()
     if args.cmd == "make":
         out = Path(args.out)
@@ -240,6 +242,12 @@ def main() -> int:
         print(f"wrote {len(rows)} lines to {out}: {kinds}", file=sys.stderr)
         return 0
     res = run(Path(args.mix), args.sim, args.hidden, args.jobs)
+    if args.save:
+        import cdc_env
+
+        with open(args.save, "a", encoding="utf-8") as fh:
+            tree = str(Path(cdc_env.__file__).parents[1])
+            fh.write(json.dumps({"tree": tree, "at": time.time(), **res}) + "\n")
     if args.json:
         json.dump(res, sys.stdout, indent=1)
     else:
