@@ -120,3 +120,33 @@ def test_all_public_tasks_load_and_reference_builds():
     for t in list_tasks():
         assert t.reference_text != t.defective_text
         assert t.clean_text
+
+
+def test_an_icarus_netlist_build_skips_the_design_alone_run(monkeypatch):
+    """The gate's netlist was elaborated alone by synthesis, so an Icarus build of it runs no second
+    iverilog for the design alone (``self_contained``, as Verilator's netlist build); a build of
+    submitted text (the gate off) still does, and a design that reaches outside itself is still
+    refused there (tests/test_sandbox.py::test_a_design_cannot_reach_into_the_testbench...).
+    Catches the extra run coming back (it was half the CPU of an Icarus build)."""
+    from cdc_env.gate import synthesized
+    from cdc_env.sim import icarus
+    from cdc_env.sim.stage import scratch_build
+
+    calls: list[str] = []
+    real = icarus.self_contained
+
+    def counted(*a, **k):
+        calls.append(a[2].id)
+        return real(*a, **k)
+
+    monkeypatch.setattr(icarus, "self_contained", counted)
+    t = load_task("handshake")
+    built, _ = synthesized(t, t.reference_text)
+    with scratch_build(Icarus(), t, built, netlist=True) as b:
+        assert b.status == "pass", b.log
+    assert calls == []
+    with scratch_build(Icarus(), t, t.files(t.reference_text), netlist=False) as b:
+        assert b.status == "pass", b.log
+    assert calls == ["handshake"]
+    r = grade(t, t.reference_text + "\n// new\n", hidden=0)
+    assert r["verdict"] == "pass" and calls == ["handshake"], r["reason"]

@@ -92,10 +92,28 @@ def _sync(rst: object) -> dict:
     return _cell("cdc_sync_bit", {}, {"clk_i": [2], "rst_ni": [rst], "d_i": [4], "q_o": [6]}, ("q_o",))
 
 
+def _rsync(rst: object, out: int = 7, clk: int = 2) -> dict:
+    return _cell("cdc_sync_reset", {}, {"clk_i": [clk], "rst_ni": [rst], "rst_no": [out]}, ("rst_no",))
+
+
 @pytest.mark.parametrize(
     ("cells", "safe", "why"),
     [
         ((_adff(),), True, "1 flops"),
+        # a cdc_sync_reset output made from a task reset is a task reset (directly or chained) ...
+        ((_rsync(3), _adff(arst=7)), True, "1 flops"),
+        ((_rsync(3), _rsync(7, out=8), _adff(arst=8)), True, "1 flops"),
+        ((_adff(arst=8), _rsync(7, out=8), _rsync(3)), True, "1 flops"),  # any cell order
+        ((_rsync(3), _sync(7)), True, "0 flops"),
+        ((_rsync(3), _cell("$sdff", {"SRST_POLARITY": "0", "SRST_VALUE": "1", "WIDTH": "1"},
+                           {"CLK": [2], "SRST": [7], "D": [4], "Q": [6]})), True, "1 flops"),
+        # ... but not one made from anything else, nor clocked by a data input, nor a synchronous
+        # reset of a flop on another clock than the synchronizer's
+        ((_rsync(5), _adff(arst=7)), False, "rst_ni is not a task reset port"),
+        ((_rsync(3, clk=4), _adff(arst=7)), False, "clk_i is not a task clock port"),
+        ((_adff(arst=7), _rsync(5)), False, "not reset by a task reset"),
+        ((_rsync(3, clk=5), _cell("$sdff", {"SRST_POLARITY": "0", "SRST_VALUE": "1", "WIDTH": "1"},
+                                  {"CLK": [2], "SRST": [7], "D": [4], "Q": [6]})), False, "not"),
         ((_sdff(),), True, "1 flops"),
         ((_adff(pol="1"),), False, "not reset by a task reset"),
         ((_adff(arst=5),), False, "not reset by a task reset"),  # reset by a data input
@@ -148,6 +166,30 @@ def test_every_task_design_is_x_safe():
         for text in (t.defective_text, t.reference_text):
             g = run_gate(t, t.files(text))
             assert g.status == "pass" and g.netlist["x_safe"], (tid, g.netlist and g.netlist["x_why"])
+
+
+def test_reset_family_designs_are_x_safe_and_auto_may_take_verilator():
+    """A reset-family design whose flops are reset by cdc_sync_reset outputs made from the task's
+    asynchronous reset (rst_*'s reference and defect) is X-safe, so ``auto`` may pick Verilator
+    for it at 8+200; the same design with one domain's reset made by logic (an AND of both synced
+    resets) is not. Catches xsafe refusing the primitive's output (every rst_* first grade stayed
+    on Icarus) and a check that takes any net as a reset."""
+    t = load_task("rst_01")
+    for text in (t.reference_text, t.defective_text):
+        g = run_gate(t, t.files(text))
+        assert g.status == "pass" and g.netlist["x_safe"], g.netlist["x_why"]
+    if get_simulator("verilator").available():
+        new = t.reference_text + f"\n// a new patch {secrets.token_hex(8)}\n"
+        name, why = choose_simulator(t, new, hidden=200, settle=True,
+                                     x_safe=(g.netlist["x_safe"], g.netlist["x_why"]))
+        assert name == "verilator" and "netlist X-safe" in why, why
+    flop = "always @(posedge clk_a_i or negedge rst_a_n) begin\n    if (!rst_a_n) st_a_q"
+    assert flop in t.reference_text
+    mixed = t.reference_text.replace(flop, flop.replace("rst_a_n", "rst_ab_n")).replace(
+        "  reg [3:0] st_a_q;", "  wire rst_ab_n = rst_a_n & rst_b_n;\n  reg [3:0] st_a_q;")
+    g = run_gate(t, t.files(mixed))
+    assert g.netlist is not None and g.netlist["x_safe"] is False, g.netlist
+    assert "not reset by a task reset" in g.netlist["x_why"]
 
 
 def _x_dependent() -> list:

@@ -11,9 +11,10 @@ and both resets are asserted together for at least four rising edges of each clo
 reset, a latch, a memory), a reset value with X bits, a cell that makes X out of known inputs (a
 division or modulo by zero, an out-of-range variable part-select, a negative power), a tristate,
 or a cell this check does not know. ``check`` accepts a netlist only when every state-holding
-cell is a flop whose reset is a task reset port, active low, with a fully known value
-(asynchronous, or synchronous and clocked by a task clock), every primitive instance is clocked
-by task clocks and reset by task resets, and every other cell is one whose output is known
+cell is a flop whose reset is a task reset port -- or a ``cdc_sync_reset`` output made from one
+(``synced_resets``) -- active low, with a fully known value (asynchronous, or synchronous and
+clocked by a task clock: the synchronizer's own, for a synced reset), every primitive instance
+is clocked by task clocks and reset by task resets, and every other cell is one whose output is known
 whenever its inputs are. Everything else is "not X-safe" -- a sufficient condition, not an
 exact one: a refusal only costs CPU (the grade stays on Icarus), never a verdict.
 """
@@ -81,12 +82,14 @@ _PRIM_CLOCKS = {
     "cdc_sync_bit": ("clk_i",),
     "cdc_sync_pulse": ("src_clk_i", "dst_clk_i"),
     "cdc_ram": ("wclk_i", "rclk_i"),
+    "cdc_sync_reset": ("clk_i",),
 }
 _PRIM_RESETS = {
     "cdc_sync_bus": ("rst_ni",),
     "cdc_sync_bit": ("rst_ni",),
     "cdc_sync_pulse": ("src_rst_ni", "dst_rst_ni"),
     "cdc_ram": (),
+    "cdc_sync_reset": ("rst_ni",),
 }
 
 
@@ -102,9 +105,35 @@ def _param_int(value: object) -> int:
     return int(s, 2) if s and set(s) <= {"0", "1"} else int(s)
 
 
+def synced_resets(net: Netlist, is_clock, is_reset) -> dict[int, object]:
+    """The ``rst_no`` bits of the ``cdc_sync_reset`` instances that count as task resets -> the
+    instance's clock bit: clocked by a task clock (``is_clock(bit)``), with ``rst_ni`` a task reset
+    (``is_reset(bit)``) or such a bit itself (a chain of them). Sound because the primitive
+    (trusted/hdl/cdc_reset.v) is two flops asynchronously reset by ``rst_ni`` to 0 and fed a
+    constant 1: ``rst_no`` is never X once ``rst_ni`` has been asserted, falls in the time step
+    ``rst_ni`` falls and rises only on a later edge of its own clock (the late-release model
+    delays, never makes X) -- it is low for at least as long as the reset it is made from, plus
+    two edges of its clock."""
+    out: dict[int, object] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, c in net.cells.items():
+            if c["type"] != "cdc_sync_reset":
+                continue
+            q, clk, rst = (net.conn(name, p) for p in ("rst_no", "clk_i", "rst_ni"))
+            if (len(q) == 1 and isinstance(q[0], int) and q[0] not in out and len(clk) == 1 and len(rst) == 1
+                    and is_clock(clk[0]) and (is_reset(rst[0]) or rst[0] in out)):
+                out[q[0]] = clk[0]
+                changed = True
+    return out
+
+
 def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str]) -> tuple[bool, str]:
     """``(True, summary)`` when no X or Z can exist in ``top`` after reset release, else
-    ``(False, the first reason found)``. ``clocks`` / ``resets``: the task's clock and reset ports."""
+    ``(False, the first reason found)``. ``clocks`` / ``resets``: the task's clock and reset ports.
+    A reset may also be the output of a ``cdc_sync_reset`` made from a task reset (``synced_resets``);
+    a synchronous reset of that kind only on a flop of the synchronizer's own clock."""
     net = Netlist.of(netlist, top)
 
     def port_bit(b: object, ports: dict[str, str]) -> bool:
@@ -114,6 +143,12 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     def one(cell: str, port: str) -> object:
         bits = net.conn(cell, port)
         return bits[0] if len(bits) == 1 else None
+
+    synced = synced_resets(net, lambda b: port_bit(b, clocks), lambda b: port_bit(b, resets))
+
+    def reset_bit(b: object, clk: object = None) -> bool:
+        """A task reset port, or a synced reset (of clock ``clk``, when given)."""
+        return port_bit(b, resets) or (b in synced and (clk is None or synced[b] == clk))
 
     def where(cell: str) -> str:
         f, line = net.where(cell)
@@ -127,11 +162,12 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 if not port_bit(one(name, port), clocks):
                     return False, f"{t} instance {name}: {port} is not a task clock port{where(name)}"
             for port in _PRIM_RESETS[t]:
-                if not port_bit(one(name, port), resets):
+                if not reset_bit(one(name, port)):
                     return False, f"{t} instance {name}: {port} is not a task reset port{where(name)}"
         elif t in _ASYNC_RESET or t in _SYNC_RESET:
             kind = "ARST" if t in _ASYNC_RESET else "SRST"
-            if not port_bit(one(name, kind), resets) or _param_int(p.get(f"{kind}_POLARITY", 1)) != 0:
+            clk = one(name, "CLK") if kind == "SRST" else None
+            if not reset_bit(one(name, kind), clk) or _param_int(p.get(f"{kind}_POLARITY", 1)) != 0:
                 return False, f"flop {name} ({t}) is not reset by a task reset (active low){where(name)}"
             if not _known(p.get(f"{kind}_VALUE", "x")):
                 return False, f"flop {name} ({t}) resets to a value with X bits{where(name)}"

@@ -50,7 +50,15 @@ class Icarus(Simulator):
     def version(self) -> str:
         return _icarus_version()
 
-    def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True) -> Build:
+    def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
+                      sandbox: bool = True) -> Build:
+        return self.build(task, design, workdir, sandbox=sandbox, standalone=True)
+
+    def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True,
+              standalone: bool = False) -> Build:
+        """Compile the testbench of ``task`` with ``design``. ``standalone``: ``design`` is the gate's
+        netlist, which synthesis elaborated alone, so the design-alone elaboration
+        (``self_contained``: one more iverilog run) is not repeated (as Verilator.build)."""
         try:
             vpi = vpi_module(sandbox=sandbox)
         except (OSError, RuntimeError) as exc:
@@ -67,7 +75,7 @@ class Icarus(Simulator):
         else:
             status = "pass" if proc.returncode == 0 and (workdir / "sim.vvp").is_file() else "compile_error"
         cpu, wall, rss = proc.cpu_s, proc.wall_s, proc.max_rss_kb
-        if status == "pass":
+        if status == "pass" and not standalone:
             alone_argv = ["iverilog", "-g2012", "-gstrict-expr-width", "-I", ".", "-t", "null",
                           "-s", task.top]
             refused, alone = self_contained(alone_argv, workdir, task, sandbox=sandbox)
