@@ -446,9 +446,11 @@ def testbench_text(p: FifoParams) -> str:
     conn_text = ",\n    ".join(conns)
     has = {e: ("1'b1" if e in p.extras else "1'b0") for e in EXTRAS}
     level_w = _level_check(aw, "write", "wlevel", "HAS_WLEVEL", "rd", "read_n", "lag_w", "read",
-                           "read_n < wr_prev", "rd_old > written", "wr_prev - read_n", "written - rd_old", "now_w")
+                           "read_n < wr_prev", "rd_old > written", "wr_prev - read_n", "written - rd_old",
+                           "now_w")
     level_r = _level_check(aw, "read", "level", "HAS_LEVEL && seeded", "wr", "written", "lag_r", "write",
-                           "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev", "now_r")
+                           "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev",
+                           "now_r")
     return f"""// Testbench of FIFO variant {p.id} (hidden from the agent); cdc_env.fifo.generator wrote it.
 // Stimulus: once both resets are released, the writer offers a word on each clk_a cycle with
 // probability wr_pct percent (a plusarg); the words are a keyed hash of their index.
