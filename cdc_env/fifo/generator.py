@@ -406,7 +406,7 @@ def full_watchdog(p: FifoParams) -> int:
 
 
 def _level_check(aw: int, side: str, port: str, guard: str, log: str, count: str, lag: str,
-                 other: str, low: str, high: str, bound_lo: str, bound_hi: str) -> str:
+                 other: str, low: str, high: str, bound_lo: str, bound_hi: str, now: str) -> str:
     """The testbench's check of one level output (``port``): ``log`` is the other side's time
     log (``rd_t``/``wr_t``) and ``count`` its event count, and ``{log}_old`` counts the other
     side's events older than ``lag`` ps. The level is own count minus the other side's count as
@@ -416,12 +416,13 @@ def _level_check(aw: int, side: str, port: str, guard: str, log: str, count: str
     a count that fail the seed. Checked on every edge of the level's own clock on hidden seeds
     (``gray_check_on``, like the one-bit rule: the variant gate measures the planted binary
     pointer's band without them, since a level computed from it shows its mixes at once), and on
-    every seed once the other side has been quiet for ``lag`` ps (then the bounds are the fill)."""
+    every seed once the other side has been quiet for ``lag`` ps (then the bounds are the fill).
+    ``now`` names the variable holding $time in the calling block."""
     lvl = f"{{{31 - aw}'d0, {port}}}"
     fmt = (f"{side} level %0d outside %0d-%0d: the fill (%0d written, %0d read) "
            f"over the last %0d ps of {other}s")
     return f"""    if ({guard}) begin
-      while ({log}_old < {count} && {log}_t[{log}_old[7:0]] + {lag} <= $time) {log}_old = {log}_old + 32'd1;
+      while ({log}_old < {count} && {log}_t[{log}_old[7:0]] + {lag} <= {now}) {log}_old = {log}_old + 32'd1;
       if (^{port} === 1'bx) tb_fail("{side} level is X or Z");
       if ({log}_old == {count} || gray_check_on) begin  // quiet for {lag} ps, or a hidden seed
         if ({log}_old == {count}) note_check;  // counted as before: per-edge checks are extra
@@ -445,9 +446,11 @@ def testbench_text(p: FifoParams) -> str:
     conn_text = ",\n    ".join(conns)
     has = {e: ("1'b1" if e in p.extras else "1'b0") for e in EXTRAS}
     level_w = _level_check(aw, "write", "wlevel", "HAS_WLEVEL", "rd", "read_n", "lag_w", "read",
-                           "read_n < wr_prev", "rd_old > written", "wr_prev - read_n", "written - rd_old")
+                           "read_n < wr_prev", "rd_old > written", "wr_prev - read_n", "written - rd_old",
+                           "now_w")
     level_r = _level_check(aw, "read", "level", "HAS_LEVEL && seeded", "wr", "written", "lag_r", "write",
-                           "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev")
+                           "read_n < wr_old", "rd_prev > written", "wr_old - read_n", "written - rd_prev",
+                           "now_r")
     return f"""// Testbench of FIFO variant {p.id} (hidden from the agent); cdc_env.fifo.generator wrote it.
 // Stimulus: once both resets are released, the writer offers a word on each clk_a cycle with
 // probability wr_pct percent (a plusarg); the words are a keyed hash of their index.
@@ -490,6 +493,8 @@ module fifo_tb;
   reg  [63:0]  t_progress = 64'd0, t_full = 64'd0, slow = 64'd0, lag_r = 64'd0, lag_w = 64'd0;
   reg          full_on = 1'b0;
   reg          seeded = 1'b0;
+  reg  [63:0]  now_w, now_r;                      // $time, read once per writer / reader edge
+  reg  [31:0]  wd_idx = 32'hffffffff;             // the index whose word wdata holds (none yet)
   reg  [8*160-1:0] msg;
 
   {p.module} dut (
@@ -501,11 +506,8 @@ module fifo_tb;
     word = xs32(xs32(k ^ stim_key) + k);
   endfunction
 
-  // Fold an observation into the trace hash; an unknown (X) value folds as a fixed marker, so
-  // the hash stays a number.
-  task fold_known(input [63:0] v);
-    fold((^v === 1'bx) ? 64'hbad0bad0bad0bad0 : v);
-  endtask
+  // Observations fold into the trace hash with `CDC_FOLD_KNOWN (cdc_tb.vh): an unknown (X) value
+  // folds as a fixed marker, so the hash stays a number.
 
   initial begin
     if (!$value$plusargs("wr_pct=%d", wr_pct)) wr_pct = 32'd60;
@@ -518,30 +520,34 @@ module fifo_tb;
   // words, offer the next one. Both domains start together: a register of the other domain is
   // only defined once that domain has seen a clock in reset.
   always @(posedge clk_a) if (rst_an && rst_bn && !run_over) begin
+    now_w = $time;
     if (!seeded) begin
       rng_w = stim_key ^ 32'h5bd1e995;
       slow = 2 * ((half_a > half_b) ? half_a : half_b);
       lag_r = {2 * LAG_OWN} * half_b + {2 * LAG_OTHER} * half_a;
       lag_w = {2 * LAG_OWN} * half_a + {2 * LAG_OTHER} * half_b;
+      seeded = 1'b1;
     end
-    seeded = 1'b1;
-    fold_known({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8));
+    `CDC_FOLD_KNOWN(({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8)))
 {level_w}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
-      if (!full_on) t_full = $time;
+      if (!full_on) t_full = now_w;
       full_on = 1'b1;
-      if ($time - t_full > wd_full * slow) begin
+      if (now_w - t_full > wd_full * slow) begin
         $sformat(msg, "full stuck: high for %0d ps (more than %0d slow cycles) while the reader is willing",
-                 $time - t_full, wd_full);
+                 now_w - t_full, wd_full);
         tb_fail(msg);
       end
     end else full_on = 1'b0;
     wr_prev = written;
     if (push && !full) begin
-      wr_t[written[7:0]] = $time;
+      wr_t[written[7:0]] = now_w;
       written = written + 32'd1;
     end
-    wdata <= word(written);
+    if (written != wd_idx) begin  // the next word, computed once per index (wdata keeps it)
+      wd_idx = written;
+      wdata <= word(written);
+    end
     rng_w = xs32(rng_w);
     push <= (rng_w % 100) < wr_pct;
   end
@@ -550,9 +556,10 @@ module fifo_tb;
   // side's status outputs.
   always @(posedge clk_b) if (rst_an && rst_bn && !run_over) begin
     #1;
+    now_r = $time;
     // A word is folded only when it was written (what a design shows on rdata before that is
     // its own business, and X on Icarus would not match Verilator).
-    fold_known({{24'd2, busy, rvalid, level, (rvalid && read_n < written) ? rdata : {w}'d0}});
+    `CDC_FOLD_KNOWN(({{24'd2, busy, rvalid, level, (rvalid && read_n < written) ? rdata : {w}'d0}}))
     if (rvalid !== 1'b0 && rvalid !== 1'b1) tb_fail("rvalid is X or Z");
     if (rvalid) begin
       note_check;
@@ -565,10 +572,10 @@ module fifo_tb;
         else $sformat(msg, "word %0d: read %0h, expected %0h", read_n, rdata, word(read_n));
         tb_fail(msg);
       end
-      rd_t[read_n[7:0]] = $time;
+      rd_t[read_n[7:0]] = now_r;
       read_n = read_n + 32'd1;
       in_burst = (in_burst + 32'd1) % BURST;
-      t_progress = $time;
+      t_progress = now_r;
     end else if (in_burst != 32'd0) begin
       $sformat(msg, "burst broken after %0d of %0d words", in_burst, BURST);
       tb_fail(msg);
@@ -581,9 +588,9 @@ module fifo_tb;
       end
     end
 {level_r}    rd_prev = read_n;
-    if (written - read_n < BURST) t_progress = $time;
-    if ($time - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
-      $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, $time - t_progress);
+    if (written - read_n < BURST) t_progress = now_r;
+    if (now_r - t_progress > wd_slow * 2 * ((half_a > half_b) ? half_a : half_b)) begin
+      $sformat(msg, "hang: %0d words waiting, none read for %0d ps", written - read_n, now_r - t_progress);
       tb_fail(msg);
     end
   end

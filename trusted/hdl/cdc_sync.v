@@ -114,6 +114,8 @@ module cdc_sync_bus #(
   reg             edge_h_ok;
   reg [63:0]      src_t;            // latest edge of the source clock
   reg [63:0]      prev_edge_t;      // time of this instance's previous sampling (clk_i) edge
+  reg [63:0]      now_t, ct;        // $time read once per change; a bit's change time
+  reg [WIDTH-1:0] diff, new_m;      // bits changed by this change of d_i; those new in the time step
   reg [8*NAME_MAX-1:0] name;        // %m, filled only for names of 256 characters or more
   reg [8*256-1:0] name_s;           // %m
   reg             name_long;
@@ -153,6 +155,18 @@ module cdc_sync_bus #(
   // Character i of the hierarchical name (0 is the last), from whichever buffer holds it.
   function [7:0] name_chr(input integer k);
     name_chr = name_long ? name[8*k +: 8] : name_s[8*k +: 8];
+  endfunction
+
+  // The number of bits set in v, with a shortcut for one.
+  function integer ones(input [WIDTH-1:0] v);
+    integer k;
+    begin
+      if ((v & (v - 1'b1)) == {WIDTH{1'b0}}) ones = 1;
+      else begin
+        ones = 0;
+        for (k = 0; k < WIDTH; k = k + 1) ones = ones + v[k];
+      end
+    end
   endfunction
 
   initial begin
@@ -205,31 +219,31 @@ module cdc_sync_bus #(
 
   // Record when each bit last changed. Any transition counts, X and Z included (0->X, X->1, Z->0
   // ...: case inequality). Changes within one time step accumulate in upd_mask (a bus assembled
-  // from several registers updates in several delta cycles).
+  // from several registers updates in several delta cycles). Cost: the changed bits are found as
+  // one vector (d_i ^ last_d) when neither value has an X or Z bit, bit by bit only otherwise,
+  // and $time is read once.
   always @(d_i) begin
-    if ($time != upd_time) begin
+    now_t = $time;
+    if (now_t != upd_time) begin
       upd_mask = {WIDTH{1'b0}};
-      upd_time = $time;
+      upd_time = now_t;
     end
-`ifdef CDC_SYNC_MONITOR
-    gray_n = 0;
-`endif
-    for (j = 0; j < WIDTH; j = j + 1)
-      if (d_i[j] !== last_d[j]) begin
-        chg_t[j] = $time;
-`ifdef CDC_SYNC_MONITOR
-        if (!upd_mask[j]) gray_n = gray_n + 1;
-`endif
-        upd_mask[j] = 1'b1;
-      end
+    if ((^{d_i, last_d}) !== 1'bx) diff = d_i ^ last_d;
+    else for (j = 0; j < WIDTH; j = j + 1) diff[j] = (d_i[j] !== last_d[j]);
+    new_m = diff & ~upd_mask;
+    upd_mask = upd_mask | diff;
+    if (WIDTH == 1) begin
+      if (diff[0]) chg_t[0] = now_t;
+    end else if (diff != {WIDTH{1'b0}})
+      for (j = 0; j < WIDTH; j = j + 1) if (diff[j]) chg_t[j] = now_t;
     last_d = d_i;
 `ifdef CDC_SYNC_MONITOR
+    gray_n = (new_m == {WIDTH{1'b0}}) ? 0 : ones(new_m);
     // Sum hook (see the header): report the bits newly changed in this time step.
     if (gray_n > 0) `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
     // One-bit-per-source-edge rule for this bus (see the header).
     if (WIDTH > 1) begin
-      bus_n = 0;
-      for (j = 0; j < WIDTH; j = j + 1) bus_n = bus_n + upd_mask[j];
+      bus_n = ((upd_mask & (upd_mask - 1'b1)) == {WIDTH{1'b0}}) ? 0 : ones(upd_mask);  // n > 1 only
       if (bus_n > 1) `CDC_SYNC_MONITOR.cdc_bus_note(bus_n, who);
     end
     if ((^d_i) === 1'bx) begin
@@ -247,7 +261,6 @@ module cdc_sync_bus #(
       edge_n     = 32'd0;
     end else begin
       edge_n = edge_n + 32'd1;
-      late = {WIDTH{1'b0}};
 `ifdef CDC_SYNC_MONITOR
       // Which task clock drives this instance: its edges fall at 1 (mod 4) ps for clock a, 3 for b.
       if (!dom_known) begin
@@ -269,9 +282,11 @@ module cdc_sync_bus #(
       end
 `endif
       // Candidates: bits whose input differs from the first flop and that did not settle late on
-      // the previous edge. Most edges have none, and then nothing below is computed.
+      // the previous edge. Most edges have none, and then nothing below is computed (d_i & all
+      // ones: the same value as the late-bit blend below with no late bit, Z read as X).
       cand = settle_on ? ((d_i ^ s1_q) & ~deferred_q) : {WIDTH{1'b0}};
       if (|cand) begin
+        late = {WIDTH{1'b0}};
 `ifdef CDC_SYNC_MONITOR
         `CDC_SYNC_MONITOR.cdc_src_edge(dst_is_a, src_t);
 `else
@@ -279,19 +294,26 @@ module cdc_sync_bus #(
 `endif
         edge_h_ok = 1'b0;
         for (i = 0; i < WIDTH; i = i + 1)
-          if (cand[i] && chg_t[i] != 64'hffffffffffffffff && chg_t[i] > prev_edge_t && chg_t[i] >= src_t) begin
-            if (!edge_h_ok) begin
-              edge_h = mix32(base_h ^ edge_n);
-              edge_h_ok = 1'b1;
+          if (cand[i]) begin
+            ct = chg_t[i];
+            if (ct != 64'hffffffffffffffff && ct > prev_edge_t && ct >= src_t) begin
+              if (!edge_h_ok) begin
+                edge_h = mix32(base_h ^ edge_n);
+                edge_h_ok = 1'b1;
+              end
+              bit_h = mix32(edge_h + i * 32'h9e3779b9);
+              late[i] = bit_h[0];
             end
-            bit_h = mix32(edge_h + i * 32'h9e3779b9);
-            late[i] = bit_h[0];
           end
+        s1_q       <= (d_i & ~late) | (s1_q & late);
+        s2_q       <= s1_q;
+        deferred_q <= late;
+      end else begin
+        s1_q       <= d_i & {WIDTH{1'b1}};
+        s2_q       <= s1_q;
+        deferred_q <= {WIDTH{1'b0}};
       end
       prev_edge_t = $time;
-      s1_q       <= (d_i & ~late) | (s1_q & late);
-      s2_q       <= s1_q;
-      deferred_q <= late;
     end
   end
 
@@ -413,6 +435,7 @@ module cdc_ram #(
   reg             settle_on;
   reg             name_bad, name_long;
   reg [WIDTH-1:0] late, late2;
+  reg [32*CHUNKS-1:0] late_w, late2_w;
   reg [31:0]      wr_h, chunk_h, chunk_h2;
   reg [8*NAME_MAX-1:0] name;          // %m, filled only for names of 256 characters or more
   reg [8*256-1:0] name_s;             // %m
@@ -506,12 +529,11 @@ module cdc_ram #(
         for (i = 0; i < CHUNKS; i = i + 1) begin
           chunk_h = mix32(wr_h + i * 32'h9e3779b9);
           chunk_h2 = mix32(chunk_h ^ 32'h85ebca6b);
-          for (c = 0; c < 32; c = c + 1)
-            if (32 * i + c < WIDTH) begin
-              late[32 * i + c] = chunk_h[c];
-              late2[32 * i + c] = chunk_h[c] & chunk_h2[c];
-            end
+          late_w[32 * i +: 32] = chunk_h;
+          late2_w[32 * i +: 32] = chunk_h & chunk_h2;
         end
+        late = late_w[WIDTH-1:0];
+        late2 = late2_w[WIDTH-1:0];
 `ifdef CDC_RAM_ALL_LATE
         late = {WIDTH{1'b1}};  // stress mode for tests: every bit of a young entry reads old
         late2 = {WIDTH{1'b1}};
