@@ -248,9 +248,8 @@ def _build_runtime(root: Path, base: Path, final: Path, *, sandbox: bool) -> Run
         if proc.returncode != 0 or not (work / "libverilated.a").is_file():
             why = "timed out" if proc.timed_out else (proc.stderr or proc.stdout)[-500:]
             raise RuntimeError("building the Verilator runtime failed: " + why)
-        for n in sources:
-            (work / f"{n}.o").unlink()
-        (work / INSTANCES).unlink()
+        for name in (*(f"{n}.o" for n in sources), INSTANCES):  # scratch: the archive holds them
+            (work / name).unlink(missing_ok=True)
         (work / "cpu_s").write_text(f"{proc.cpu_s:.3f}\n")  # the one-time cost, for `cdc-env cost`
         (work / "ok").write_text(f"{verilator_version()}\n{compiler_version()}\n")
         if final.exists() and not (final / "ok").is_file():
