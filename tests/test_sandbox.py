@@ -938,3 +938,61 @@ def test_a_printing_design_does_not_make_the_grader_hold_a_chunks_output(monkeyp
     grown = _peak_rss_mib() - base
     assert r["verdict"] != "tool_error", r["reason"]
     assert grown < 40, f"the grading process grew by {grown:.0f} MiB"
+
+
+# A stand-in for a simulator with a zygote, one line of /bin/sh (the runner's protocol, no vvp):
+# started with CDC_ZYGOTE_FD=<requests>,<answers> it is the zygote; started with CDC_VERDICT_FD it
+# is a fresh seed, which prints its verdict line (a PASS, or a FAIL when it finds /tmp/leftover).
+_FAKE_SEED = ('if [ -n "$CDC_ZYGOTE_FD" ]; then printf "ready\\n" >&4; '
+              'while read -r req <&3; do {zygote_seed}; done; exit 0; fi; '
+              'read -r nonce <&3; v=PASS; [ -e /tmp/leftover ] && v=FAIL; '
+              'echo "CDCV $nonce $v checks=1 hash=0000000000000000 t=1 msg=fresh"')
+
+
+def _fake_zygote_stage(tmp_path: Path, zygote_seed: str) -> list:
+    """Run 3 seeds in one stage sandbox through the real runner, with a /bin/sh zygote whose
+    answer to each request is ``zygote_seed``; return the seeds' results."""
+    from cdc_env.sim.base import Build
+    from cdc_env.sim.icarus import Icarus
+    from cdc_env.sim.stage import run_stage_sandboxed
+
+    script = _FAKE_SEED.replace("{zygote_seed}", zygote_seed)
+    argv = ["/bin/sh", "-c", script, "fake-sim"]
+
+    class FakeSim(Icarus):
+        def seed_argv(self, build, plan, settle):
+            return [*argv, f"+seed={plan.seed}"]
+
+        def seed_ro_paths(self, build):
+            return ()
+
+        def zygote_argv(self, build):
+            return [*argv, "+slot"], len(argv)
+
+    task = load_task("handshake")
+    build = Build("pass", "", tmp_path, extra={"tb_top": task.tb_top})
+    plans = [plan_seed(task, s) for s in (1, 2, 3)]
+    res = run_stage_sandboxed(FakeSim(), build, plans, settle=True)
+    assert res is not None and len(res) == 3, res
+    return res
+
+
+def test_a_forked_seed_killed_by_the_chunks_memory_limit_runs_again_as_a_fresh_process(tmp_path):
+    """In zygote mode the chunk's memory (one cgroup limit) holds the zygote's image next to the
+    forked seed, so a seed killed by SIGKILL that the runner did not time out or stop for a flood
+    (the OOM killer, when the seed is its pick) may owe that to the zygote: the seed runs again as
+    a fresh process, whose result is the one without a zygote. Here the zygote answers every seed
+    with a SIGKILL; a fresh run passes. Catches a runner that reports the forked kill (the seed
+    failed only because it was forked: a verdict that differs with CDC_ENV_ZYGOTE=0)."""
+    res = _fake_zygote_stage(tmp_path, 'printf "P 1\\nX -9 1000 100 0\\n" >&4')
+    assert [r.status for r in res] == ["pass"] * 3, [(r.status, r.reason) for r in res]
+    assert not any(r.forked for r in res)
+
+
+def test_a_seed_rerun_after_its_zygote_is_lost_starts_on_an_empty_tmp(tmp_path):
+    """A seed whose zygote is lost before its result is complete runs again as a fresh process;
+    that fresh run starts on an empty /tmp, like every seed. Here the zygote's (first) seed
+    writes /tmp/leftover and the zygote dies; the fresh run fails if it finds the file. Catches a
+    runner that reruns the seed on what its forked attempt left."""
+    res = _fake_zygote_stage(tmp_path, 'printf "P 1\\n" >&4; echo x > /tmp/leftover; exit 3')
+    assert [r.status for r in res] == ["pass"] * 3, [(r.status, r.reason) for r in res]

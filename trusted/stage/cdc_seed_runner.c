@@ -447,9 +447,11 @@ static void run_exec(char** argv, const char* nonce, const char* tb_top, struct 
  * process. It runs under the seed's limits (set on the zygote, inherited; RLIMIT_CPU counts from
  * the fork) and this program's filter, which also forbids any signal, prlimit or scheduling change
  * aimed at the zygote. The zygote learns a nonce only when it forks that seed. Anything unusual --
- * the zygote not ready, gone, a time-out, a flood, a process left behind -- ends zygote mode: the
- * whole sandbox is killed, and the seed (if it has no complete result) and every later one run
- * as fresh processes, as without a zygote. */
+ * the zygote not ready, gone, a time-out, a flood, a process left behind, a seed killed by SIGKILL
+ * other than for its CPU limit (the chunk's memory limit, which in this mode also holds the
+ * zygote) -- ends zygote mode: the whole sandbox is killed, and the seed (if it has no complete
+ * result, or was killed so) and every later one run as fresh processes, as without a zygote, the
+ * seed on an emptied /tmp. */
 struct zygote {
     int alive, req, resp, out, err, open_out, open_err;
     struct buf pre_out, pre_err;  /* what the simulator printed while loading: every seed's too */
@@ -566,6 +568,13 @@ static int run_zygote(struct zygote* z, const char* request, struct seed_res* r)
             z->reported_us += cpu_us;
             int status = code >= 0 ? (code & 0xff) << 8 : (-code) & 0x7f;  /* back to a wait status */
             note_status(r, status);
+            if (code == -SIGKILL && !r->timed_out && !r->flooded) {
+                /* Killed, but not by its CPU limit: the chunk's memory limit (the OOM killer), which
+                 * here also holds the zygote's image. A fresh process has no zygote beside it, so the
+                 * seed runs again as one (its result is then the one without a zygote). */
+                zyg_end(z);
+                return 0;
+            }
             if (leftover || r->flooded) zyg_end(z);
             return 1;
         }
@@ -681,9 +690,20 @@ int main(void) {
             done = run_zygote(&z, req, &r);
             memset(req, 0, rl);
             free(req);
-            if (!done) {  /* lost: this seed starts again as a fresh process */
+            if (!done) {  /* lost: this seed starts again as a fresh process, on an empty /tmp */
                 r.out.len = r.err.len = 0;
                 r.flooded = r.timed_out = 0;
+                r.code = 0;
+                r.cpu_us = 0;
+                r.maxrss = 0;
+                int tmp_fd = open_tmp();
+                int emptied = tmp_fd >= 0 && empty_at(tmp_fd, 0) == 0;
+                if (tmp_fd >= 0) close(tmp_fd);
+                if (!emptied) {
+                    fprintf(stderr, "cdc_seed_runner: /tmp could not be emptied after seed %d's zygote was lost\n",
+                            index);
+                    return 2;
+                }
             }
         } else if (z.alive) {
             zyg_end(&z);  /* a seed of another command: no zygote mode from here on */
