@@ -23,7 +23,7 @@ from . import paths
 from ._version import __version__
 from .gate import run_gate
 from .report import STAGE_NAMES, Report, Stage
-from .sim import get_simulator
+from .sim import capable, get_simulator
 from .sim.base import SEED_LIMITS, SeedResult, Simulator
 from .sim.certs import batch_policy as resolve_batch_policy
 from .sim.costmodel import choose_simulator
@@ -252,6 +252,18 @@ def _pipeline(report: Report, cost: dict, task: Task, simulator: Simulator, subm
                                         batch_needs_certificate=policy == "certified")
         simulator = get_simulator(name)
         report.simulator = {"name": simulator.name, "version": simulator.version(), "choice": choice}
+    elif not simulator.four_state and not g.netlist.get("x_safe", False) and capable("four_state"):
+        # A two-state simulator asked for by name: its verdict on a netlist that is not X-safe could
+        # differ from the four-state one (an unreset flop is 0 there, X on Icarus), so such a design
+        # could pass only because of the simulator the caller pinned. The verdict must not depend on
+        # that: the grade runs on the four-state simulator, and the report says why.
+        asked = simulator.name
+        simulator = get_simulator(capable("four_state")[0])
+        why = g.netlist.get("x_why", "not checked")
+        report.simulator = {"name": simulator.name, "version": simulator.version(),
+                            "choice": f"{asked} asked for, but the netlist is not X-safe ({why}): graded on "
+                                      f"{simulator.name}, whose four-state verdict a two-state simulation "
+                                      "could change"}
     built = {task.editable: g.netlist["verilog"]}  # the netlist holds the task's read-only sources, flattened
     return _simulate(report, cost, task, simulator, steps, built, allowed.text, hidden=hidden, settle=settle,
                      sandbox=sandbox, jobs=jobs, progress=progress, keep_dir=keep_dir, batch=batch,

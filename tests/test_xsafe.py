@@ -19,6 +19,8 @@ from cdc_env.gate.xsafe import check
 from cdc_env.grade import grade
 from cdc_env.sim import get_simulator
 from cdc_env.sim.costmodel import choose_simulator
+from cdc_env.sim.seeds import visible_seeds
+from cdc_env.sim.stage import build_and_run
 from cdc_env.task import list_tasks, load_task
 
 CLOCKS, RESETS = {"clk": "a"}, {"rst_n": "a"}
@@ -209,18 +211,41 @@ def test_x_dependent_fixtures_are_not_x_safe():
 
 
 @pytest.mark.parametrize(
-    "name", ["sim-x-outputs", "sim-x-hs-divide-by-zero", "sim-b-signed-div-by-minus-one"]
+    "name", ["sim-x-outputs", "sim-x-hs-divide-by-zero", "sim-b-signed-div-by-minus-one",
+             "sim-x-hs-pinned-two-state"]
 )
 def test_auto_keeps_the_icarus_verdict_of_an_x_dependent_design(name):
     """Graded with sim="auto" (hidden 200, where Verilator would be the cheaper plan), the design
-    stays on Icarus and gets Icarus's verdict; on Verilator it passes (the X is what fails it)."""
+    stays on Icarus and gets Icarus's verdict. Graded with sim="verilator" asked for by name, it is
+    graded on Icarus too (the report says why): its netlist on Verilator passes the visible seeds
+    (the X is what fails it), so a pinned two-state simulator would otherwise hand it reward 1."""
     fx = next(f for f in load_fixtures() if f.name == name)
-    r = grade(load_task(fx.task), fx.submission(), sim="auto", hidden=200)
+    task = load_task(fx.task)
+    r = grade(task, fx.submission(), sim="auto", hidden=200)
     assert r["simulator"]["name"] == "icarus" and "not X-safe" in r["simulator"]["choice"]
     assert r["verdict"] == fx.expect, r["reason"]
-    if get_simulator("verilator").available():
-        v = grade(load_task(fx.task), fx.submission(), sim="verilator", hidden=0)
-        assert v["verdict"] == "pass", "no longer X-dependent: pick a design Verilator passes"
+    verilator = get_simulator("verilator")
+    if not verilator.available():
+        return
+    v = grade(task, fx.submission(), sim="verilator", hidden=0)
+    assert v["simulator"]["name"] == "icarus" and "verilator asked for" in v["simulator"]["choice"]
+    assert v["verdict"] == fx.expect, v["reason"]
+    g = run_gate(task, task.files(fx.submission().decode()))
+    assert g.status == "pass" and g.netlist is not None
+    b, results = build_and_run(verilator, task, {task.editable: g.netlist["verilog"]}, visible_seeds(task),
+                               settle=True)
+    assert b.status == "pass", b.log[-400:]
+    assert [r.status for r in results] == ["pass"] * len(results), \
+        "no longer X-dependent on Verilator: pick a design Verilator passes"
+
+
+@pytest.mark.skipif(not get_simulator("verilator").available(), reason="Verilator is not installed")
+def test_a_pinned_two_state_simulator_still_grades_an_x_safe_netlist():
+    """The fallback is only for netlists that are not X-safe: the reference asked for on Verilator
+    is graded on Verilator."""
+    t = load_task("handshake")
+    r = grade(t, t.reference_text, sim="verilator", hidden=0)
+    assert r["simulator"]["name"] == "verilator" and r["verdict"] == "pass", r["reason"]
 
 
 @pytest.mark.skipif(not get_simulator("verilator").available(), reason="Verilator is not installed")
