@@ -34,8 +34,8 @@
 //     edge flop's clock through an inverter, so that no flop pays for a derived clock but those.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
-// reset), or model flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr): those
-// are simulated as written (the gate's CDC-RESET rule constrains where their resets come from).
+// reset). Flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr) meet this model
+// too: synthesis maps them onto cdc_arst_ff plus a latch of the loaded value (gate/synth.py).
 //
 // cdc_sync_reset: rst_no falls at once when rst_ni falls and rises on the second rising edge of
 // clk_i after rst_ni rises -- or on the third, when the release was close to the first edge
