@@ -137,6 +137,9 @@ def unsync(text: str, rng: random.Random, tag: str) -> str | None:
     return text[:m.start()] + new + text[m.end():]
 
 
+HACKS_FOUND_BY = "2026-12-01"  # registry hacks found on or before this date
+
+
 def make(n: int, seed: int) -> list[dict]:
     sys.path.insert(0, str(HERE.parent))
     from cdc_env.fixtures import load_fixtures
@@ -144,7 +147,9 @@ def make(n: int, seed: int) -> list[dict]:
 
     rng = random.Random(seed)
     tasks = {t: load_task(t) for t in TASKS}
-    hacks = [f for f in load_fixtures() if f.task in tasks and f.kind == "hack" and "icarus" in f.sims]
+    # The registry as it stood when the mix was committed: later fixtures must not reshuffle it.
+    hacks = [f for f in load_fixtures() if f.task in tasks and f.kind == "hack" and "icarus" in f.sims
+             and f.found <= HACKS_FOUND_BY]
     rng.shuffle(hacks)
     counts = {k: round(v * n) for k, v in MIX.items()}
     counts["attempt"] += n - sum(counts.values())
