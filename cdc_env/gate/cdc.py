@@ -62,12 +62,17 @@ INVERTERS = {"$not", "$logic_not"}
 MEM_WRITES = ("$memwr", "$memwr_v2")
 MEM_READS = ("$memrd", "$memrd_v2")
 # Ports through which cdc_ram's read data may travel (a data path): a flop's D and async data,
-# the data inputs of a multiplexer and of a selection. Anything else consumes it as control.
+# the data inputs of a multiplexer and of a selection, and the inputs of bitwise gates (AND/OR
+# gating with a valid, an AND-OR multiplexer, inversion or scrambling: each output bit is that
+# input bit gated, so the read data stays data and is followed on to every sink it reaches, where
+# a decision is refused as before). Anything else consumes it as control: a comparison, a
+# reduction, arithmetic (a carry is a comparison), a select, an enable, a status output.
 DATA_PORTS: dict[str, frozenset[str]] = {
     **{t: frozenset({"D", "AD"}) for t in FLOPS},
     "$mux": frozenset({"A", "B"}), "$pmux": frozenset({"A", "B"}), "$bwmux": frozenset({"A", "B"}),
     "$bmux": frozenset({"A"}), "$shiftx": frozenset({"A"}),  # not S / B: the select, the index
-    "$pos": frozenset({"A"}), "$buf": frozenset({"A"}),
+    "$pos": frozenset({"A"}), "$buf": frozenset({"A"}), "$not": frozenset({"A"}),
+    **{t: frozenset({"A", "B"}) for t in ("$and", "$or", "$xor", "$xnor")},
 }
 REWIRED = "synchronizer clock/reset rewired"
 
