@@ -415,3 +415,29 @@ def test_cdc_ram_read_data_kept_in_a_local_memory_is_still_data():
     steer = steer_path.read_text()
     found = [f for f in gate(steer, FIFO).findings if f["rule"] == "CDC-MEM"]
     assert found and "reaches logic (ne)" in found[0]["message"], found
+
+
+def test_a_parallel_case_comment_never_reaches_the_simulators():
+    """write_verilog prints a $pmux as a casez marked "// synopsys parallel_case"; Verilator makes
+    that an assertion that stops the run when two selects are high, Icarus ignores it. A `unique
+    case (1'b1)` whose conditions overlap then passed on Icarus and ended without a verdict on
+    Verilator (fixture ok-hs-unique-case-overlapping-conditions): the netlist carries no such
+    comment, so both run the casez as written (first match)."""
+    text = REF.replace("  assign ready_o = !busy_q;\n", """  reg [1:0] why_q;
+  always @(posedge clk_a_i or negedge rst_a_ni) begin
+    if (!rst_a_ni) why_q <= 2'd0;
+    else begin
+      unique case (1'b1)
+        start_i: why_q <= 2'd1;
+        busy_q:  why_q <= 2'd2;
+        default: why_q <= 2'd0;
+      endcase
+    end
+  end
+  assign ready_o = !busy_q | (why_q == 2'd3);
+""")
+    res = gate(text)
+    assert res.status == "pass"
+    verilog = res.netlist["verilog"]
+    assert re.search(r"^\s*casez \(", verilog, re.M)  # the $pmux is there, as a casez
+    assert "synopsys" not in verilog and "parallel_case" not in verilog
