@@ -479,7 +479,8 @@ def test_an_asynchronous_load_that_does_not_change_on_its_release_is_no_recovery
     # the loaded one, so the model's recovery check sees what changes (here: nothing, the ring is
     # held at its loaded value): its D is a per-bit comparison, never a constant 0.
     v = gate(_held_load_text(), RST).netlist["verilog"]
-    held = re.search(r"cdc_arst_ff #\((?:[^()]|\([^()]*\))*\) (\S*held\S*) \((?:[^()]|\([^()]*\))*\.D\(([^)]*)\)", v)
+    cell = r"cdc_arst_ff #\((?:[^()]|\([^()]*\))*\) (\S*held\S*) "
+    held = re.search(cell + r"\((?:[^()]|\([^()]*\))*\.D\(([^)]*)\)", v)
     assert held, v
     assert not re.fullmatch(r"\d+'h0", held.group(2).strip()), held.group(0)
     assert v.count(" === ") >= 4
