@@ -302,7 +302,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
             if kind == "cdc_arst_ff" and cell_name.str().lstrip("\\") in sync_read:
                 cell.setParam(ys.IdString("\\RECOVERY"), ys.Const(0, 1))
             if q and cell_name.str().startswith("$"):
-                # The model's messages name the flop by %m: the instance takes its Q's name.
+                # The netlist names each model cell after the flop it models (its Q).
                 new = base = "ff_" + plain_name(q)[:NAME_MAX - 8]
                 k = 2
                 while new in taken:
