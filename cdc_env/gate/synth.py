@@ -68,16 +68,19 @@ ARST_MAP = """\
 module _cdc_map_adff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                        parameter ARST_VALUE = 0)
                       (input CLK, input ARST, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(1'b1), .ARST_VALUE(ARST_VALUE))
-    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1), .D(D), .Q(Q));
+  localparam [WIDTH-1:0] VALUE = ARST_VALUE;
+  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1),
+    .D(D), .Q(Q), .ARST_POLARITY(ARST_POLARITY ? 1'b1 : 1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(VALUE),
+    .KEY(32'd0));
 endmodule
 (* techmap_celltype = "$adffe" *)
 module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                         parameter EN_POLARITY = 1'b1, parameter ARST_VALUE = 0)
                        (input CLK, input ARST, input EN, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(EN_POLARITY),
-                .ARST_VALUE(ARST_VALUE))
-    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
+  localparam [WIDTH-1:0] VALUE = ARST_VALUE;
+  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN),
+    .D(D), .Q(Q), .ARST_POLARITY(ARST_POLARITY ? 1'b1 : 1'b0), .EN_POLARITY(EN_POLARITY ? 1'b1 : 1'b0),
+    .ARST_VALUE(VALUE), .KEY(32'd0));
 endmodule
 """
 # Only read when the netlist has such a cell: the map file adds auto-numbered names, and every
@@ -102,9 +105,9 @@ module _cdc_map_aldffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, par
   // the release (or the next, when that release was close); a bit shows the loaded value, kept
   // by a latch from the release on, while held, and the clocked value after.
   wire [WIDTH-1:0] held, loaded, clocked;
-  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ALOAD_POLARITY), .EN_POLARITY(EN_POLARITY),
-                .ARST_VALUE({WIDTH{1'b1}}))
-    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN), .D({WIDTH{1'b0}}), .Q(held));
+  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN),
+    .D({WIDTH{1'b0}}), .Q(held), .ARST_POLARITY(ALOAD_POLARITY ? 1'b1 : 1'b0),
+    .EN_POLARITY(EN_POLARITY ? 1'b1 : 1'b0), .ARST_VALUE({WIDTH{1'b1}}), .KEY(32'd0));
   \\$dlatch #(.WIDTH(WIDTH), .EN_POLARITY(ALOAD_POLARITY)) load (.EN(ALOAD), .D(AD), .Q(loaded));
   \\$dffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY))
     clocked_q (.CLK(CLK), .EN(EN), .D(D), .Q(clocked));
@@ -256,7 +259,11 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
             # never by a parameter of the design's text.
             q = ys.log_signal(cell.getPort(ys.IdString("\\Q"))) if kind == "cdc_arst_ff" else None
             what = q or cell_name.str()
-            cell.setParam(ys.IdString("\\KEY"), ys.Const(model_key(what), 32))
+            key = ys.Const(model_key(what), 32)
+            if kind == "cdc_arst_ff":  # a port (tied here), so that instances share one model class
+                cell.setPort(ys.IdString("\\KEY"), ys.SigSpec(key))
+            else:
+                cell.setParam(ys.IdString("\\KEY"), key)
     ys.run_pass("write_verilog -noattr netlist.v", design)
     verilog = (workdir / "netlist.v").read_text(encoding="utf-8")
     # The first line names the Yosys build; the netlist's identity is its content.

@@ -44,18 +44,21 @@
 `timescale 1ps / 1ps
 
 module cdc_arst_ff #(
-  parameter integer WIDTH = 1,
-  parameter [0:0]   ARST_POLARITY = 1'b1,
-  parameter [0:0]   EN_POLARITY = 1'b1,
-  parameter [WIDTH-1:0] ARST_VALUE = {WIDTH{1'b0}},
-  parameter [31:0]  KEY = 32'd0
+  parameter integer WIDTH = 1
 ) (
   input  wire             CLK,
   input  wire             ARST,
   input  wire             EN,
   input  wire [WIDTH-1:0] D,
-  output reg  [WIDTH-1:0] Q
+  output reg  [WIDTH-1:0] Q,
+  // Constants of the instance, tied by synthesis (ports, not parameters: Verilator then builds
+  // one class for all the flops of one WIDTH instead of one per flop).
+  input  wire             ARST_POLARITY /*verilator public_flat_rw*/,
+  input  wire             EN_POLARITY /*verilator public_flat_rw*/,
+  input  wire [WIDTH-1:0] ARST_VALUE /*verilator public_flat_rw*/,
+  input  wire [31:0]      KEY /*verilator public_flat_rw*/
 );
+  /*verilator no_inline_module*/
   wire            arst_e = (ARST === ARST_POLARITY);  // the reset is asserted
   reg             settle_on;
   reg [31:0]      settle_key;
@@ -67,19 +70,13 @@ module cdc_arst_ff #(
   reg             pend;      // released since the latest active edge out of reset
   reg             in_rst;    // the reset was asserted at this flop's latest trigger
   reg [WIDTH-1:0] late;
-  reg [31:0]      h, bit_h;
+  reg [31:0]      h, y;
   integer         i, c;
 
-  function [31:0] mix32(input [31:0] x);
-    reg [31:0] y;
-    begin
-      y = x ^ (x >> 16);
-      y = y * 32'h7feb352d;
-      y = y ^ (y >> 15);
-      y = y * 32'h846ca68b;
-      mix32 = y ^ (y >> 16);
-    end
-  endfunction
+  // The finaliser of the draws, on the variable y (a macro, not a function: a function call gets
+  // temporaries numbered per call site in Verilator's C++, and then no two flops share its code).
+`define CDC_MIX32_Y begin y = y ^ (y >> 16); y = y * 32'h7feb352d; y = y ^ (y >> 15); \
+                          y = y * 32'h846ca68b; y = y ^ (y >> 16); end
 
   initial begin
     settle_on = 1'b1;
@@ -123,10 +120,21 @@ module cdc_arst_ff #(
       pend = 1'b0;
       late = {WIDTH{1'b0}};
       if (settle_on && per_ok && rel_t < $time && 8 * ($time - rel_t) < period) begin
-        h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
+        // h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])))
+        y = rel_t[63:32];
+        `CDC_MIX32_Y
+        y = rel_t[31:0] ^ y;
+        `CDC_MIX32_Y
+        h = y;
+        y = settle_key ^ KEY ^ 32'h52535431;
+        `CDC_MIX32_Y
+        y = y ^ h;
+        `CDC_MIX32_Y
+        h = y;
         for (i = 0; i < WIDTH; i = i + 1) begin
-          bit_h = mix32(h + i * 32'h9e3779b9);
-          late[i] = bit_h[0];
+          y = h + i * 32'h9e3779b9;  // late[i] = mix32(h + i * 32'h9e3779b9)[0]
+          `CDC_MIX32_Y
+          late[i] = y[0];
         end
       end
       // A disabled flop keeps Q: just released, a late bit holds its reset value anyway.
@@ -134,6 +142,7 @@ module cdc_arst_ff #(
     end else if (EN === EN_POLARITY) Q <= D;
   end
 endmodule
+`undef CDC_MIX32_Y
 
 module cdc_sync_reset #(
   parameter [31:0] KEY = 32'd0
@@ -143,8 +152,8 @@ module cdc_sync_reset #(
   output wire rst_no    // clk_i's domain reset: asserted at once, released synchronously
 );
   wire s1_q;
-  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY)) u_s1 (
-    .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(1'b1), .Q(s1_q));
-  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY ^ 32'h00000001)) u_s2 (
-    .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(s1_q), .Q(rst_no));
+  cdc_arst_ff #(.WIDTH(1)) u_s1 (.CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(1'b1), .Q(s1_q),
+    .ARST_POLARITY(1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(1'b0), .KEY(KEY));
+  cdc_arst_ff #(.WIDTH(1)) u_s2 (.CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(s1_q), .Q(rst_no),
+    .ARST_POLARITY(1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(1'b0), .KEY(KEY ^ 32'h00000001));
 endmodule
