@@ -68,19 +68,16 @@ ARST_MAP = """\
 module _cdc_map_adff #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                        parameter ARST_VALUE = 0)
                       (input CLK, input ARST, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  localparam [WIDTH-1:0] VALUE = ARST_VALUE;
-  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1),
-    .D(D), .Q(Q), .ARST_POLARITY(ARST_POLARITY ? 1'b1 : 1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(VALUE),
-    .KEY(32'd0));
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(1'b1), .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(1'b1), .D(D), .Q(Q));
 endmodule
 (* techmap_celltype = "$adffe" *)
 module _cdc_map_adffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, parameter ARST_POLARITY = 1'b1,
                         parameter EN_POLARITY = 1'b1, parameter ARST_VALUE = 0)
                        (input CLK, input ARST, input EN, input [WIDTH-1:0] D, output [WIDTH-1:0] Q);
-  localparam [WIDTH-1:0] VALUE = ARST_VALUE;
-  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN),
-    .D(D), .Q(Q), .ARST_POLARITY(ARST_POLARITY ? 1'b1 : 1'b0), .EN_POLARITY(EN_POLARITY ? 1'b1 : 1'b0),
-    .ARST_VALUE(VALUE), .KEY(32'd0));
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ARST_POLARITY), .EN_POLARITY(EN_POLARITY),
+                .ARST_VALUE(ARST_VALUE))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ARST), .EN(EN), .D(D), .Q(Q));
 endmodule
 """
 # Only read when the netlist has such a cell: the map file adds auto-numbered names, and every
@@ -105,9 +102,9 @@ module _cdc_map_aldffe #(parameter WIDTH = 1, parameter CLK_POLARITY = 1'b1, par
   // the release (or the next, when that release was close); a bit shows the loaded value, kept
   // by a latch from the release on, while held, and the clocked value after.
   wire [WIDTH-1:0] held, loaded, clocked;
-  cdc_arst_ff #(.WIDTH(WIDTH)) _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN),
-    .D({WIDTH{1'b0}}), .Q(held), .ARST_POLARITY(ALOAD_POLARITY ? 1'b1 : 1'b0),
-    .EN_POLARITY(EN_POLARITY ? 1'b1 : 1'b0), .ARST_VALUE({WIDTH{1'b1}}), .KEY(32'd0));
+  cdc_arst_ff #(.WIDTH(WIDTH), .ARST_POLARITY(ALOAD_POLARITY), .EN_POLARITY(EN_POLARITY),
+                .ARST_VALUE({WIDTH{1'b1}}))
+    _TECHMAP_REPLACE_ (.CLK(CLK_POLARITY ? CLK : ~CLK), .ARST(ALOAD), .EN(EN), .D({WIDTH{1'b0}}), .Q(held));
   \\$dlatch #(.WIDTH(WIDTH), .EN_POLARITY(ALOAD_POLARITY)) load (.EN(ALOAD), .D(AD), .Q(loaded));
   \\$dffe #(.WIDTH(WIDTH), .CLK_POLARITY(CLK_POLARITY), .EN_POLARITY(EN_POLARITY))
     clocked_q (.CLK(CLK), .EN(EN), .D(D), .Q(clocked));
@@ -161,6 +158,29 @@ def plain_name(name: str) -> str:
 def model_key(name: str) -> int:
     """The 32-bit KEY of a late-release model cell (cdc_arst_ff, cdc_sync_reset): a hash of its name."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
+
+
+def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
+    """Names of the asynchronously controlled flop cells whose every reader is the d_i of a
+    cdc_sync_bit or cdc_sync_bus (not an output, not logic, not a flop of their own domain).
+
+    The late-release model's recovery check (trusted/hdl/cdc_reset.v) exempts them: a flop that
+    goes metastable when it leaves reset out of step is harmless where only a synchronizer, which
+    resolves metastability, reads it. Every other reader may resolve it differently."""
+    from .cdc import ASYNC_PORTS, SYNCS, Netlist  # noqa: PLC0415
+
+    net = Netlist.of(netlist, top)
+    outs = {b for p in net.module.get("ports", {}).values() if p.get("direction") != "input"
+            for b in p.get("bits", [])}
+    found = set()
+    for name, c in net.cells.items():
+        q = c.get("connections", {}).get("Q", [])
+        if c["type"] not in ASYNC_PORTS or not q:
+            continue
+        if all(isinstance(b, int) and b not in outs and net.users.get(b)
+               and all(net.type(u) in SYNCS and port == "d_i" for u, port, _i in net.users[b]) for b in q):
+            found.add(name)
+    return found
 
 
 def automatic_lifetime(text: str) -> str:
@@ -247,29 +267,37 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
         taken.add(new)
         module.rename(cell, ys.IdString("\\" + new))
     ys.run_pass("write_json netlist.json", design)
+    netlist = json.loads((workdir / "netlist.json").read_text(encoding="utf-8"))
+    sync_read = synchronizer_read_flops(netlist, top)
     (workdir / ARST_MAP_NAME).write_text(ARST_MAP, encoding="utf-8")
     ys.run_pass(f"techmap -map {ARST_MAP_NAME}", design)
     if any(c.type.str() in ALOAD_CELLS for c in module.cells_.values()):
         (workdir / ALOAD_MAP_NAME).write_text(ALOAD_MAP, encoding="utf-8")
         ys.run_pass(f"techmap -map {ALOAD_MAP_NAME}", design)
-    for cell_name, cell in list(module.cells_.items()):
+    taken = {c.str().lstrip("\\") for c in module.cells_.keys()}
+    for cell_name, cell in sorted(module.cells_.items(), key=lambda kv: kv[0].str()):
         kind = cell.type.str().lstrip("\\")
         if kind in MODEL_KEYED:
             # Keyed by what names the flop (its Q bits) or the primitive (its instance name),
             # never by a parameter of the design's text.
             q = ys.log_signal(cell.getPort(ys.IdString("\\Q"))) if kind == "cdc_arst_ff" else None
             what = q or cell_name.str()
-            key = ys.Const(model_key(what), 32)
-            if kind == "cdc_arst_ff":  # a port (tied here), so that instances share one model class
-                cell.setPort(ys.IdString("\\KEY"), ys.SigSpec(key))
-            else:
-                cell.setParam(ys.IdString("\\KEY"), key)
+            cell.setParam(ys.IdString("\\KEY"), ys.Const(model_key(what), 32))
+            if kind == "cdc_arst_ff" and cell_name.str().lstrip("\\") in sync_read:
+                cell.setParam(ys.IdString("\\RECOVERY"), ys.Const(0, 1))
+            if q and cell_name.str().startswith("$"):
+                # The netlist names each model cell after the flop it models (its Q).
+                new = base = "ff_" + plain_name(q)[:NAME_MAX - 8]
+                k = 2
+                while new in taken:
+                    new, k = f"{base}_{k}", k + 1
+                taken.add(new)
+                module.rename(cell, ys.IdString("\\" + new))
     ys.run_pass("write_verilog -noattr netlist.v", design)
     verilog = (workdir / "netlist.v").read_text(encoding="utf-8")
     # The first line names the Yosys build; the netlist's identity is its content.
     verilog = "\n".join(ln for ln in verilog.splitlines()
                         if not ln.startswith("/* Generated by Yosys")) + "\n"
-    netlist = json.loads((workdir / "netlist.json").read_text(encoding="utf-8"))
     return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning")}
 
 

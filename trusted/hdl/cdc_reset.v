@@ -28,10 +28,23 @@
 //     same choices for the same seed. A release that is not close never delays a bit.
 //   * +cdc_settle=0 switches this off with the synchronizers' late settling: every bit leaves
 //     reset on the first edge after its release.
-//   * No monitor call and no design signal enters: only this flop's own clock, reset and KEY.
+//   * No design signal enters the choices: only this flop's own clock, reset and KEY. The only
+//     monitor call is the recovery check's, at a close release.
 //   * Cost: an active edge out of reset with no release since the previous edge does only what
 //     any flop does (Q <= D when enabled). CLK is always rising-edge: synthesis connects a falling-
 //     edge flop's clock through an inverter, so that no flop pays for a derived clock but those.
+//   * Recovery check (hidden seeds): a close release on which the flop is enabled and D differs
+//     from its reset value (some bit would change on that edge) is a recovery violation: the bit
+//     may go metastable, and the flops and outputs that read it may each resolve it differently in
+//     the next cycle -- which no choice of late bits shows (a flop where one bit changes, a
+//     one-flop qualifier read by several flops). The model reports it to the testbench
+//     (cdc_recovery_fail, cdc_monitor.vh), which fails the seed when its hidden checks are on
+//     (+cdc_gray_check=1), as it does for the one-bit rule. Only the first flop of the provided
+//     cdc_sync_reset may go metastable (RECOVERY = 0): its only reader is its second flop. A flop
+//     released out of step with its clock passes when it does not change on that edge (held in its
+//     reset value by an enable or a synchronous condition from its own clock's reset).
+//     Conservative for an asynchronous load: the held-value flop of the mapping changes on every
+//     release, whether or not the loaded and the clocked values differ.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
 // reset). Flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr) meet this model
@@ -44,21 +57,19 @@
 `timescale 1ps / 1ps
 
 module cdc_arst_ff #(
-  parameter integer WIDTH = 1
+  parameter integer WIDTH = 1,
+  parameter [0:0]   ARST_POLARITY = 1'b1,
+  parameter [0:0]   EN_POLARITY = 1'b1,
+  parameter [WIDTH-1:0] ARST_VALUE = {WIDTH{1'b0}},
+  parameter [31:0]  KEY = 32'd0,
+  parameter [0:0]   RECOVERY = 1'b1  // the recovery check (0: cdc_sync_reset's first flop only)
 ) (
   input  wire             CLK,
   input  wire             ARST,
   input  wire             EN,
   input  wire [WIDTH-1:0] D,
-  output reg  [WIDTH-1:0] Q,
-  // Constants of the instance, tied by synthesis (ports, not parameters: Verilator then builds
-  // one class for all the flops of one WIDTH instead of one per flop).
-  input  wire             ARST_POLARITY /*verilator public_flat_rw*/,
-  input  wire             EN_POLARITY /*verilator public_flat_rw*/,
-  input  wire [WIDTH-1:0] ARST_VALUE /*verilator public_flat_rw*/,
-  input  wire [31:0]      KEY /*verilator public_flat_rw*/
+  output reg  [WIDTH-1:0] Q
 );
-  /*verilator no_inline_module*/
   wire            arst_e = (ARST === ARST_POLARITY);  // the reset is asserted
   reg             settle_on;
   reg [31:0]      settle_key;
@@ -70,13 +81,20 @@ module cdc_arst_ff #(
   reg             pend;      // released since the latest active edge out of reset
   reg             in_rst;    // the reset was asserted at this flop's latest trigger
   reg [WIDTH-1:0] late;
-  reg [31:0]      h, y;
+  reg [31:0]      h, bit_h;
+  reg [8*160-1:0] msg;
   integer         i, c;
 
-  // The finaliser of the draws, on the variable y (a macro, not a function: a function call gets
-  // temporaries numbered per call site in Verilator's C++, and then no two flops share its code).
-`define CDC_MIX32_Y begin y = y ^ (y >> 16); y = y * 32'h7feb352d; y = y ^ (y >> 15); \
-                          y = y * 32'h846ca68b; y = y ^ (y >> 16); end
+  function [31:0] mix32(input [31:0] x);
+    reg [31:0] y;
+    begin
+      y = x ^ (x >> 16);
+      y = y * 32'h7feb352d;
+      y = y ^ (y >> 15);
+      y = y * 32'h846ca68b;
+      mix32 = y ^ (y >> 16);
+    end
+  endfunction
 
   initial begin
     settle_on = 1'b1;
@@ -120,21 +138,19 @@ module cdc_arst_ff #(
       pend = 1'b0;
       late = {WIDTH{1'b0}};
       if (settle_on && per_ok && rel_t < $time && 8 * ($time - rel_t) < period) begin
-        // h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])))
-        y = rel_t[63:32];
-        `CDC_MIX32_Y
-        y = rel_t[31:0] ^ y;
-        `CDC_MIX32_Y
-        h = y;
-        y = settle_key ^ KEY ^ 32'h52535431;
-        `CDC_MIX32_Y
-        y = y ^ h;
-        `CDC_MIX32_Y
-        h = y;
+`ifdef CDC_SYNC_MONITOR
+        if (RECOVERY && EN === EN_POLARITY && D !== ARST_VALUE) begin
+          // No name in the message: two flops failing on one edge call in an order that is the
+          // simulator's, and both simulators must report the same verdict text.
+          $sformat(msg, "recovery: a flop left its asynchronous reset less than 1/8 period before its clock edge at t=%0d and changes on that edge",
+                   $time);
+          `CDC_SYNC_MONITOR.cdc_recovery_fail(msg);
+        end
+`endif
+        h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
         for (i = 0; i < WIDTH; i = i + 1) begin
-          y = h + i * 32'h9e3779b9;  // late[i] = mix32(h + i * 32'h9e3779b9)[0]
-          `CDC_MIX32_Y
-          late[i] = y[0];
+          bit_h = mix32(h + i * 32'h9e3779b9);
+          late[i] = bit_h[0];
         end
       end
       // A disabled flop keeps Q: just released, a late bit holds its reset value anyway.
@@ -142,7 +158,6 @@ module cdc_arst_ff #(
     end else if (EN === EN_POLARITY) Q <= D;
   end
 endmodule
-`undef CDC_MIX32_Y
 
 module cdc_sync_reset #(
   parameter [31:0] KEY = 32'd0
@@ -152,8 +167,8 @@ module cdc_sync_reset #(
   output wire rst_no    // clk_i's domain reset: asserted at once, released synchronously
 );
   wire s1_q;
-  cdc_arst_ff #(.WIDTH(1)) u_s1 (.CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(1'b1), .Q(s1_q),
-    .ARST_POLARITY(1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(1'b0), .KEY(KEY));
-  cdc_arst_ff #(.WIDTH(1)) u_s2 (.CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(s1_q), .Q(rst_no),
-    .ARST_POLARITY(1'b0), .EN_POLARITY(1'b1), .ARST_VALUE(1'b0), .KEY(KEY ^ 32'h00000001));
+  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY), .RECOVERY(1'b0)) u_s1 (
+    .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(1'b1), .Q(s1_q));
+  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY ^ 32'h00000001)) u_s2 (
+    .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(s1_q), .Q(rst_no));
 endmodule
