@@ -56,39 +56,6 @@
 // grader's synthesis from its instance name, as for the flops.
 `timescale 1ps / 1ps
 
-// The late-release draws, shared by every cdc_arst_ff: pure functions of a package (one copy in
-// the simulators' code, not one per flop: Verilator inlines a module's functions at every call
-// site of every instance; /*verilator no_inline_task*/ keeps these two as one C++ function each).
-// Called at close releases only, so Icarus's cost of an automatic function does not matter.
-package cdc_reset_draw;
-  function automatic [31:0] mix32(input [31:0] x);
-    reg [31:0] y;
-    begin
-      y = x ^ (x >> 16);
-      y = y * 32'h7feb352d;
-      y = y ^ (y >> 15);
-      y = y * 32'h846ca68b;
-      mix32 = y ^ (y >> 16);
-    end
-  endfunction
-
-  // The draw of one close release of the flop KEY at time rel_t.
-  function automatic [31:0] release_hash(input [31:0] settle_key, input [31:0] key, input [63:0] rel_t);
-    /*verilator no_inline_task*/
-    release_hash = mix32(mix32(settle_key ^ key ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
-  endfunction
-
-  // Bit i of the flop leaves reset one edge late.
-  function automatic late_bit(input [31:0] h, input integer i);
-    /*verilator no_inline_task*/
-    reg [31:0] bit_h;
-    begin
-      bit_h = mix32(h + i * 32'h9e3779b9);
-      late_bit = bit_h[0];
-    end
-  endfunction
-endpackage
-
 module cdc_arst_ff #(
   parameter integer WIDTH = 1,
   parameter [0:0]   ARST_POLARITY = 1'b1,
@@ -114,10 +81,20 @@ module cdc_arst_ff #(
   reg             pend;      // released since the latest active edge out of reset
   reg             in_rst;    // the reset was asserted at this flop's latest trigger
   reg [WIDTH-1:0] late;
-  reg [31:0]      h;
-  integer         nbits;     // WIDTH, as a variable: Verilator does not unroll the draw loop
+  reg [31:0]      h, bit_h;
   reg [8*160-1:0] msg;
   integer         i, c;
+
+  function [31:0] mix32(input [31:0] x);
+    reg [31:0] y;
+    begin
+      y = x ^ (x >> 16);
+      y = y * 32'h7feb352d;
+      y = y ^ (y >> 15);
+      y = y * 32'h846ca68b;
+      mix32 = y ^ (y >> 16);
+    end
+  endfunction
 
   initial begin
     settle_on = 1'b1;
@@ -131,7 +108,6 @@ module cdc_arst_ff #(
     rel_t = 64'd0;
     pend = 1'b0;
     in_rst = 1'b0;
-    nbits = WIDTH;
   end
 
   always @(negedge arst_e) begin
@@ -171,8 +147,11 @@ module cdc_arst_ff #(
           `CDC_SYNC_MONITOR.cdc_recovery_fail(msg);
         end
 `endif
-        h = cdc_reset_draw::release_hash(settle_key, KEY, rel_t);
-        for (i = 0; i < nbits; i = i + 1) late[i] = cdc_reset_draw::late_bit(h, i);
+        h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
+        for (i = 0; i < WIDTH; i = i + 1) begin
+          bit_h = mix32(h + i * 32'h9e3779b9);
+          late[i] = bit_h[0];
+        end
       end
       // A disabled flop keeps Q: just released, a late bit holds its reset value anyway.
       if (EN === EN_POLARITY) Q <= (D & ~late) | (ARST_VALUE & late);
