@@ -279,21 +279,3 @@ def test_a_design_naming_the_testbench_never_builds_with_or_without_the_lint(vl_
                                             vl_cache / "netlist-build")
     assert (b.status, b.extra["alone_check"]) == ("pass", "gate netlist")
     assert verilator.model_key(task, design) != verilator.model_key(task, design, standalone=True)
-
-
-
-@needs_verilator
-def test_the_synchronizers_are_classes_of_their_own(tmp_path, monkeypatch):
-    """cdc_sync_bus and cdc_ram are not inlined (/*verilator no_inline_module*/ in cdc_sync.v):
-    Verilator emits one class per parameterization, which the instances share (a first grade of
-    fifo_01 cost 0.91x with it, bench_pair, README "Cost of a grade"), and %m stays the
-    hierarchical name that keys their draws (the parity tests check the seeds)."""
-    monkeypatch.setenv(verilator.MODEL_CACHE_ENV, "0")
-    task = load_task("fifo_01")
-    design, text = synthesized(task, task.reference_text)
-    assert text.count("cdc_sync_bus #(") == 2 and "cdc_ram #(" in text
-    b = verilator.Verilator().build_netlist(task, design, tmp_path)
-    assert b.status == "pass", b.log
-    classes = sorted(p.name for p in (tmp_path / "obj").glob("Vtb_cdc_*.h"))
-    assert [c for c in classes if c.startswith("Vtb_cdc_sync_bus")] == ["Vtb_cdc_sync_bus__W5.h"], classes
-    assert any(c.startswith("Vtb_cdc_ram") for c in classes), classes

@@ -95,7 +95,6 @@ module cdc_sync_bus #(
   input  wire [WIDTH-1:0] d_i,
   output wire [WIDTH-1:0] q_o
 );
-  /*verilator no_inline_module*/
   localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
   reg [WIDTH-1:0] s1_q, s2_q;       // first and second synchronizer flops
   reg [WIDTH-1:0] deferred_q;       // bits that settled late on the previous edge
@@ -420,7 +419,6 @@ module cdc_ram #(
   input  wire [AW-1:0]    raddr_i,  // read address         (read domain)
   output wire [WIDTH-1:0] rdata_o   // combinational read of entry raddr_i (read domain);
 );                                  // an entry written < 1 read cycle ago may read old bits
-  /*verilator no_inline_module*/
   localparam integer DEPTH = 1 << AW;
   localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
   localparam integer CHUNKS = (WIDTH + 31) / 32;
