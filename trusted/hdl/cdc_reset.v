@@ -43,8 +43,8 @@
 //     cdc_sync_reset may go metastable (RECOVERY = 0): its only reader is its second flop. A flop
 //     released out of step with its clock passes when it does not change on that edge (held in its
 //     reset value by an enable or a synchronous condition from its own clock's reset).
-//     Conservative for an asynchronous load: the held-value flop of the mapping changes on every
-//     release, whether or not the loaded and the clocked values differ.
+//     For an asynchronous load the mapping's held-value flop changes exactly where the clocked
+//     value differs from the loaded one (gate/synth.py), so the check sees the bits that change.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
 // reset). Flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr) meet this model
