@@ -461,7 +461,10 @@ def testbench_text(p: FifoParams) -> str:
 // at most one bit per source clock edge in total (cdc_tb.vh).
 // Every output is checked against this reference model (each check is stated in BUG.md):
 //   full    liveness: high for at most wd_full slow-clock cycles in a row (the reader is always
-//           willing); overflow shows as a lost or wrong word.
+//           willing); overflow shows as a lost or wrong word. Where the level checks run, high only
+//           when the words written minus those read {LAG_OWN} clk_a + {LAG_OTHER} clk_b cycles ago
+//           reach FULL_MIN (the depth; with a reserved block, the fill at which less than a
+//           block is free).
 //   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
 //           its last not yet).
 //   level   after every clk_b edge (hidden seeds; on every seed when no word was written in the
@@ -478,6 +481,7 @@ module fifo_tb;
   localparam integer DEPTH = {p.depth};
   localparam integer BURST = {p.burst};
   localparam HAS_LEVEL = {has['level']}, HAS_BUSY = {has['busy']}, HAS_WLEVEL = {has['wlevel']};
+  localparam integer FULL_MIN = {p.depth - p.wr_block + 1 if p.wr_block else p.depth};
   reg          push = 1'b0;
   reg  [{w - 1}:0] wdata = 0;
   wire         full, rvalid;
@@ -531,6 +535,15 @@ module fifo_tb;
     `CDC_FOLD_KNOWN(({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8)))
 {level_w}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
+      // Full only with the storage full as the writer can know it: the words written minus those
+      // read more than lag_w ps ago, at least FULL_MIN (DEPTH; with a reserved block, the fill at
+      // which fewer than a block are free). Checked where the level checks are.
+      while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= now_w) rd_old = rd_old + 32'd1;
+      if ((rd_old == read_n || gray_check_on) && written - rd_old < FULL_MIN) begin
+        $sformat(msg, "full with at most %0d words stored over the last %0d ps of reads (full needs %0d)",
+                 written - rd_old, lag_w, FULL_MIN);
+        tb_fail(msg);
+      end
       if (!full_on) t_full = now_w;
       full_on = 1'b1;
       if (now_w - t_full > wd_full * slow) begin
@@ -677,6 +690,8 @@ def bug_report(p: FifoParams) -> str:
         block = (f" The writer reserves space in blocks: once at least {p.wr_block} words are free,\n"
                  f"`{n['full']}` stays low until {p.wr_block} more words have been written.")
     status = _status_text(p)
+    full_need = (f"more than {p.depth - p.wr_block} of the {p.depth} words" if p.wr_block
+                 else f"all {p.depth} words")
     clocks = {"either": "Either clock may be the faster one",
               "a": f"The writer's clock `{n['wclk']}` is the faster one",
               "b": f"The reader's clock `{n['rclk']}` is the faster one"}[p.fast]
@@ -694,7 +709,10 @@ shows it. Ordinary simulation never shows it.
 **Invariant the fix must keep.** Every word read equals the word written, in order: none lost,
 none duplicated, none read before it was written; reads come in bursts of exactly {p.burst};
 words waiting are read within 64 slow-clock cycles; `{n['full']}` never stays high for more than
-{full_watchdog(p)} slow-clock cycles in a row (the reader is always willing). The port list and the meaning of
+{full_watchdog(p)} slow-clock cycles in a row (the reader is always willing), and is high only while the
+storage is full as the write side can know it: the words written minus the words read at least
+{LAG_OWN} `{n['wclk']}` plus {LAG_OTHER} `{n['rclk']}` cycles earlier fill {full_need}.
+The port list and the meaning of
 every port{extra} stay as they are. The storage is the provided `cdc_ram`, and every other signal
 that crosses between the domains goes through a provided synchronizer; all the crossings into
 one domain together change at most one bit per clock edge of the other domain (the grader

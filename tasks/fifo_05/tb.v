@@ -8,7 +8,10 @@
 // at most one bit per source clock edge in total (cdc_tb.vh).
 // Every output is checked against this reference model (each check is stated in BUG.md):
 //   full    liveness: high for at most wd_full slow-clock cycles in a row (the reader is always
-//           willing); overflow shows as a lost or wrong word.
+//           willing); overflow shows as a lost or wrong word. Where the level checks run, high only
+//           when the words written minus those read 6 clk_a + 1 clk_b cycles ago
+//           reach FULL_MIN (the depth; with a reserved block, the fill at which less than a
+//           block is free).
 //   busy    after each clk_b edge: high exactly while a burst is under way (its first word read,
 //           its last not yet).
 //   level   after every clk_b edge (hidden seeds; on every seed when no word was written in the
@@ -25,6 +28,7 @@ module fifo_tb;
   localparam integer DEPTH = 8;
   localparam integer BURST = 5;
   localparam HAS_LEVEL = 1'b0, HAS_BUSY = 1'b0, HAS_WLEVEL = 1'b1;
+  localparam integer FULL_MIN = 8;
   reg          push = 1'b0;
   reg  [9:0] wdata = 0;
   wire         full, rvalid;
@@ -101,6 +105,15 @@ module fifo_tb;
     end
     if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
+      // Full only with the storage full as the writer can know it: the words written minus those
+      // read more than lag_w ps ago, at least FULL_MIN (DEPTH; with a reserved block, the fill at
+      // which fewer than a block are free). Checked where the level checks are.
+      while (rd_old < read_n && rd_t[rd_old[7:0]] + lag_w <= now_w) rd_old = rd_old + 32'd1;
+      if ((rd_old == read_n || gray_check_on) && written - rd_old < FULL_MIN) begin
+        $sformat(msg, "full with at most %0d words stored over the last %0d ps of reads (full needs %0d)",
+                 written - rd_old, lag_w, FULL_MIN);
+        tb_fail(msg);
+      end
       if (!full_on) t_full = now_w;
       full_on = 1'b1;
       if (now_w - t_full > wd_full * slow) begin
