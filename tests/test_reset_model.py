@@ -124,6 +124,74 @@ def test_settle_off_and_keys(unit_vvp: Path) -> None:
     assert a == b and a != c
 
 
+RECOVERY_TB = """
+`timescale 1ps / 1ps
+`define CDC_SYNC_MONITOR rec_tb
+module rec_tb;
+  reg clk = 1'b0, rst_n = 1'b1, hold = 1'b0;
+  wire [3:0] q_chg, q_same, q_held;
+  wire srst_n;
+  integer k, d, fails = 0;
+  reg [8*160-1:0] last;
+  task cdc_recovery_fail(input [8*160-1:0] why);
+    begin fails = fails + 1; last = why; end
+  endtask
+  task cdc_sync_fail(input [8*160-1:0] why); endtask
+  task cdc_sync_note(input integer n); endtask
+  task cdc_bus_note(input integer n, input [8*80-1:0] who); endtask
+  task cdc_src_edge(input dst_is_a, output [63:0] edge_t); edge_t = 64'd0; endtask
+  // changes on the first edge out of reset (D differs from the reset value)
+  cdc_arst_ff #(.WIDTH(4), .ARST_POLARITY(1'b0), .ARST_VALUE(4'b0001), .KEY(32'd5)) u_chg (
+    .CLK(clk), .ARST(rst_n), .EN(1'b1), .D(4'b0010), .Q(q_chg));
+  // D equal to the reset value: leaving reset changes nothing
+  cdc_arst_ff #(.WIDTH(4), .ARST_POLARITY(1'b0), .ARST_VALUE(4'b0001), .KEY(32'd6)) u_same (
+    .CLK(clk), .ARST(rst_n), .EN(1'b1), .D(4'b0001), .Q(q_same));
+  // held by its enable on the first edge: changes nothing either
+  cdc_arst_ff #(.WIDTH(4), .ARST_POLARITY(1'b0), .ARST_VALUE(4'b0001), .KEY(32'd7)) u_held (
+    .CLK(clk), .ARST(rst_n), .EN(hold), .D(4'b0010), .Q(q_held));
+  // the reset synchronizer's first flop changes on that edge too, and is exempt
+  cdc_sync_reset #(.KEY(32'd91)) u_sync (.clk_i(clk), .rst_ni(rst_n), .rst_no(srst_n));
+  always #100 clk = ~clk;  // rising edges at 100, 300, 500, ...
+  initial begin
+    #2 rst_n = 1'b0;
+    repeat (3) @(posedge clk);
+    for (k = 0; k < 40; k = k + 1) begin
+      d = (k % 2 == 0) ? 10 : 60;  // close (10 ps before the edge) or not (60 ps)
+      @(posedge clk); @(negedge clk);
+      #(100 - d) rst_n = 1'b1;
+      @(posedge clk); #1 $display("REL %0d %0d", d, fails);
+      #50 rst_n = 1'b0;
+    end
+    $display("LAST %0s", last);
+    $finish;
+  end
+endmodule
+"""
+
+
+@needs_icarus
+@pytest.mark.parametrize("settle", ["1", "0"])
+def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Path, settle: str) -> None:
+    """Only u_chg, and only on close releases, reports to the monitor's cdc_recovery_fail: a flop
+    whose D equals its reset value, a disabled one and cdc_sync_reset's first flop never do, nor
+    anything with late settling off."""
+    (tmp_path / "rec_tb.v").write_text(RECOVERY_TB)
+    r = subprocess.run(["iverilog", "-g2012", "-s", "rec_tb", "-o", "rec.vvp", "rec_tb.v",
+                        *map(str, paths.primitive_files())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = subprocess.run(["vvp", "-n", "rec.vvp", f"+cdc_settle={settle}", "+cdc_settle_key=3"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120).stdout.splitlines()
+    rel = [tuple(map(int, ln.split()[1:])) for ln in out if ln.startswith("REL")]
+    assert len(rel) == 40
+    steps = [(d, n - (rel[i - 1][1] if i else 0)) for i, (d, n) in enumerate(rel)]
+    if settle == "0":
+        assert all(s == 0 for _d, s in steps), steps
+        return
+    assert all(s == (1 if d == 10 else 0) for d, s in steps), steps
+    assert any("rec_tb.u_chg left reset 10 ps before its clock edge" in ln for ln in out), out[-1]
+
+
 def test_the_simulated_netlist_carries_the_model_and_the_rules_see_the_cells() -> None:
     from cdc_env.gate import run_gate
     from cdc_env.task import load_task
@@ -145,3 +213,28 @@ def test_committed_folders_match_the_generator(p: resetfam.RstParams) -> None:
     folder = paths.tasks_dir() / p.id
     for rel, text in resetfam.generate(p).items():
         assert (folder / rel).read_text(encoding="utf-8") == text, f"{p.id}/{rel} differs: regenerate"
+
+
+def _recovery_off(text: str) -> set[str]:
+    """Instance names of the netlist's cdc_arst_ff cells with the recovery check off."""
+    cells = re.findall(r"cdc_arst_ff #\(((?:[^()]|\([^()]*\))*)\)\s*(\S+) \(", text)
+    return {name for params, name in cells if ".RECOVERY(1'h0)" in params}
+
+
+def test_recovery_check_is_off_only_for_flops_that_only_synchronizers_read() -> None:
+    """Synthesis exempts a flop whose every reader is a synchronizer's d_i (the fixture's 'domain
+    a is up' flag, released out of step); a flop that logic or an output reads keeps the check."""
+    from cdc_env.gate import run_gate
+    from cdc_env.task import load_task
+
+    task = load_task("rst_01")
+    fx = paths.fixtures_dir()
+    ok_text = (fx / "ok-rst-raw-assert-run-qualifier" / "submission.v").read_text()
+    ok = run_gate(task, {task.editable: ok_text})
+    assert ok.status == "pass", ok.findings
+    assert _recovery_off(ok.netlist["verilog"]) == {"ff_up_a_q"}
+    # the qualifier merged with the same flag is read by the ring's logic: checked
+    hack_text = (fx / "rst-one-flop-qualifier-raw-release" / "submission.v").read_text()
+    hack = run_gate(task, {task.editable: hack_text})
+    assert hack.status == "pass", hack.findings
+    assert "ff_up_a_q" in hack.netlist["verilog"] and not _recovery_off(hack.netlist["verilog"])

@@ -35,6 +35,10 @@ module prim_top (
       $display("prim_top: %0s", why);
     end
   endtask
+  integer recovery_fails = 0;  // cdc_recovery_fail calls (cdc_arst_ff's recovery check)
+  task cdc_recovery_fail(input [8*160-1:0] why);
+    recovery_fails = recovery_fails + 1;
+  endtask
   integer sync_notes = 0;   // cdc_sync_note calls (the per-time-step sum is the testbench's)
   task cdc_sync_note(input integer n);
     sync_notes = sync_notes + 1;

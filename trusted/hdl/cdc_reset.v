@@ -28,10 +28,23 @@
 //     same choices for the same seed. A release that is not close never delays a bit.
 //   * +cdc_settle=0 switches this off with the synchronizers' late settling: every bit leaves
 //     reset on the first edge after its release.
-//   * No monitor call and no design signal enters: only this flop's own clock, reset and KEY.
+//   * No design signal enters the choices: only this flop's own clock, reset and KEY. The only
+//     monitor call is the recovery check's, at a close release.
 //   * Cost: an active edge out of reset with no release since the previous edge does only what
 //     any flop does (Q <= D when enabled). CLK is always rising-edge: synthesis connects a falling-
 //     edge flop's clock through an inverter, so that no flop pays for a derived clock but those.
+//   * Recovery check (hidden seeds): a close release on which the flop is enabled and D differs
+//     from its reset value (some bit would change on that edge) is a recovery violation: the bit
+//     may go metastable, and the flops and outputs that read it may each resolve it differently in
+//     the next cycle -- which no choice of late bits shows (a flop where one bit changes, a
+//     one-flop qualifier read by several flops). The model reports it to the testbench
+//     (cdc_recovery_fail, cdc_monitor.vh), which fails the seed when its hidden checks are on
+//     (+cdc_gray_check=1), as it does for the one-bit rule. Only the first flop of the provided
+//     cdc_sync_reset may go metastable (RECOVERY = 0): its only reader is its second flop. A flop
+//     released out of step with its clock passes when it does not change on that edge (held in its
+//     reset value by an enable or a synchronous condition from its own clock's reset).
+//     Conservative for an asynchronous load: the held-value flop of the mapping changes on every
+//     release, whether or not the loaded and the clocked values differ.
 // What this model does NOT do: produce X or metastable values, release a bit earlier than its
 // reset deasserts (a removal violation that would make a flop take D on an edge while still in
 // reset). Flops with an asynchronous load or per-bit set/reset ($aldff, $dffsr) meet this model
@@ -48,7 +61,8 @@ module cdc_arst_ff #(
   parameter [0:0]   ARST_POLARITY = 1'b1,
   parameter [0:0]   EN_POLARITY = 1'b1,
   parameter [WIDTH-1:0] ARST_VALUE = {WIDTH{1'b0}},
-  parameter [31:0]  KEY = 32'd0
+  parameter [31:0]  KEY = 32'd0,
+  parameter [0:0]   RECOVERY = 1'b1  // the recovery check (0: cdc_sync_reset's first flop only)
 ) (
   input  wire             CLK,
   input  wire             ARST,
@@ -68,6 +82,7 @@ module cdc_arst_ff #(
   reg             in_rst;    // the reset was asserted at this flop's latest trigger
   reg [WIDTH-1:0] late;
   reg [31:0]      h, bit_h;
+  reg [8*160-1:0] msg;
   integer         i, c;
 
   function [31:0] mix32(input [31:0] x);
@@ -123,6 +138,13 @@ module cdc_arst_ff #(
       pend = 1'b0;
       late = {WIDTH{1'b0}};
       if (settle_on && per_ok && rel_t < $time && 8 * ($time - rel_t) < period) begin
+`ifdef CDC_SYNC_MONITOR
+        if (RECOVERY && EN === EN_POLARITY && D !== ARST_VALUE) begin
+          $sformat(msg, "recovery: %m left reset %0d ps before its clock edge at t=%0d and changes on it",
+                   $time - rel_t, $time);
+          `CDC_SYNC_MONITOR.cdc_recovery_fail(msg);
+        end
+`endif
         h = mix32(mix32(settle_key ^ KEY ^ 32'h52535431) ^ mix32(rel_t[31:0] ^ mix32(rel_t[63:32])));
         for (i = 0; i < WIDTH; i = i + 1) begin
           bit_h = mix32(h + i * 32'h9e3779b9);
@@ -143,7 +165,7 @@ module cdc_sync_reset #(
   output wire rst_no    // clk_i's domain reset: asserted at once, released synchronously
 );
   wire s1_q;
-  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY)) u_s1 (
+  cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY), .RECOVERY(1'b0)) u_s1 (
     .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(1'b1), .Q(s1_q));
   cdc_arst_ff #(.WIDTH(1), .ARST_POLARITY(1'b0), .ARST_VALUE(1'b0), .KEY(KEY ^ 32'h00000001)) u_s2 (
     .CLK(clk_i), .ARST(rst_ni), .EN(1'b1), .D(s1_q), .Q(rst_no));
