@@ -246,9 +246,12 @@ module cdc_sync_bus #(
     fresh = fresh | diff;
     slow = 1'b1;  // the next destination edge decides about this change
 `ifdef CDC_SYNC_MONITOR
-    gray_n = (new_m == {WIDTH{1'b0}}) ? 0 : ones(new_m);
-    // Sum hook (see the header): report the bits newly changed in this time step.
-    if (gray_n > 0) `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+    // Sum hook (see the header): report the bits newly changed in this time step (one bit, the
+    // usual case, without a function call).
+    if (new_m != {WIDTH{1'b0}}) begin
+      gray_n = ((new_m & (new_m - 1'b1)) == {WIDTH{1'b0}}) ? 1 : ones(new_m);
+      `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+    end
     // One-bit-per-source-edge rule for this bus (see the header).
     if (WIDTH > 1) begin
       bus_n = ((upd_mask & (upd_mask - 1'b1)) == {WIDTH{1'b0}}) ? 0 : ones(upd_mask);  // n > 1 only

@@ -105,11 +105,13 @@
   reg [31:0] gray_bits = 32'd0;
   reg [8*160-1:0] msg_gray;
 
+  reg [63:0] gray_now;
   task cdc_sync_note(input integer n);
     begin
       if (rst_an && rst_bn && !run_over && n > 0) begin
-        if ($time != gray_t) begin
-          gray_t = $time;
+        gray_now = $time;  // read once (Icarus pays for each read)
+        if (gray_now != gray_t) begin
+          gray_t = gray_now;
           gray_bits = 32'd0;
         end
         gray_bits = gray_bits + n;
