@@ -131,11 +131,12 @@
   // nothing per clock edge and nothing a design does can move it. Either polarity counts: a
   // source register clocked on the falling edge is timed like one clocked on the rising edge.
   task cdc_src_edge(input dst_is_a, output [63:0] edge_t);
-    reg [63:0] ofs, half;
+    reg [63:0] ofs, half, now;
     begin
+      now = $time;  // read once (Icarus pays for each read)
       ofs = dst_is_a ? ofs_b : ofs_a;
       half = dst_is_a ? half_b : half_a;
-      edge_t = ($time < ofs) ? 64'hffffffffffffffff : ofs + (($time - ofs) / half) * half;
+      edge_t = (now < ofs) ? 64'hffffffffffffffff : ofs + ((now - ofs) / half) * half;
     end
   endtask
 
