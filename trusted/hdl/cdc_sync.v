@@ -124,7 +124,7 @@ module cdc_sync_bus #(
   reg             name_long;
   reg [8*80-1:0]  who;              // the name's last 80 characters, for messages
   reg [8*160-1:0] msg;
-  integer         i, j, c, skip, nlen, bus_n;
+  integer         i, j, c, skip, nlen, bus_n, top, k;
 `ifdef CDC_SYNC_MONITOR
   reg             dom_known;        // this instance's (destination) domain is known
   reg             dst_is_a;         // clocked by task clock a (so its source is clock b)
@@ -191,7 +191,16 @@ module cdc_sync_bus #(
     name_h = mix64({32'h9e3779b9, settle_key});
     nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+    // The loop starts at the name's first character: for a short name, the highest nonzero
+    // byte of name_s, found by halving (the characters above it are zero and change nothing
+    // below; visiting them cost Icarus a function call each, 256 per instance per run).
+    top = name_long ? NAME_MAX - 1 : -1;
+    if (!name_long && name_s != {8*256{1'b0}}) begin
+      top = 0;
+      for (k = 128; k >= 1; k = k / 2)
+        if ((name_s >> (8 * (top + k))) != {8*256{1'b0}}) top = top + k;
+    end
+    for (i = top; i >= 0; i = i - 1) begin
       c = name_chr(i);
       if (c != 0 || skip >= 0) begin
         if (skip < 0)
@@ -470,7 +479,7 @@ module cdc_ram #(
   reg [8*256-1:0] name_s;             // %m
   reg [8*80-1:0]  who;                // the name's last 80 characters, for messages
   reg [8*160-1:0] msg;
-  integer         i, c, skip, nlen;
+  integer         i, c, skip, nlen, top, k;
 
   function [31:0] mix32(input [31:0] x);
     reg [31:0] y;
@@ -511,7 +520,16 @@ module cdc_ram #(
     name_h = mix64({32'h9e3779b9, settle_key});
     nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+    // The loop starts at the name's first character: for a short name, the highest nonzero
+    // byte of name_s, found by halving (the characters above it are zero and change nothing
+    // below; visiting them cost Icarus a function call each, 256 per instance per run).
+    top = name_long ? NAME_MAX - 1 : -1;
+    if (!name_long && name_s != {8*256{1'b0}}) begin
+      top = 0;
+      for (k = 128; k >= 1; k = k / 2)
+        if ((name_s >> (8 * (top + k))) != {8*256{1'b0}}) top = top + k;
+    end
+    for (i = top; i >= 0; i = i - 1) begin
       c = name_chr(i);
       if (c != 0 || skip >= 0) begin
         if (skip < 0)
