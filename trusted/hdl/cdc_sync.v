@@ -46,7 +46,10 @@
 //     seed; two instances share a stream only if their names are equal, and which distinct names
 //     would collide changes with every seed. Names of 4096 characters or more are refused
 //     (cdc_sync_fail at the first edge after reset), since %m is read into a 4096-character
-//     buffer. Edges with no eligible bit compute no hash at all.
+//     buffer. Edges with no eligible bit compute no hash at all, and an edge with no change of d_i
+//     since the previous edge (and no deferred bit, no X or Z, an accepted name) does only the
+//     two-flop shift: none of its bits can be eligible (tests/test_sync_fastpath.py checks that
+//     this shortcut changes no verdict).
 //   * A bit that settled late on one edge always resolves on the next: latency is 2 or 3
 //     destination cycles, never 1 or 4.
 //   * Hence a Gray-coded bus is seen at its current value or one step behind, while a binary
