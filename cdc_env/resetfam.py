@@ -222,7 +222,7 @@ def _tb_domain(p: RstParams, d: str) -> str:
   reg [31:0] wait_{d} = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_{d}) if (on && !run_over) begin
     #2;
-    `CDC_FOLD({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}})  // fold() and note_check, in place (per edge)
+    `CDC_FOLD({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}})  // fold, note_check in place
     `CDC_NOTE_CHECK
     if ((^{p.out(d)}) === 1'bx) tb_fail("X or Z on an output: {p.out(d)}");
     if (!arst_n || asserted_{d}) begin

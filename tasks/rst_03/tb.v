@@ -72,7 +72,7 @@ module rst_tb;
   reg [31:0] wait_a = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_a) if (on && !run_over) begin
     #2;
-    `CDC_FOLD({32'd1, 28'd0, ring_a_o})  // fold() and note_check, in place (per edge)
+    `CDC_FOLD({32'd1, 28'd0, ring_a_o})  // fold, note_check in place
     `CDC_NOTE_CHECK
     if ((^ring_a_o) === 1'bx) tb_fail("X or Z on an output: ring_a_o");
     if (!arst_n || asserted_a) begin
@@ -110,7 +110,7 @@ module rst_tb;
   reg [31:0] wait_b = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_b) if (on && !run_over) begin
     #2;
-    `CDC_FOLD({32'd2, 28'd0, lfsr_b_o})  // fold() and note_check, in place (per edge)
+    `CDC_FOLD({32'd2, 28'd0, lfsr_b_o})  // fold, note_check in place
     `CDC_NOTE_CHECK
     if ((^lfsr_b_o) === 1'bx) tb_fail("X or Z on an output: lfsr_b_o");
     if (!arst_n || asserted_b) begin
