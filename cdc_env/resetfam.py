@@ -148,7 +148,7 @@ def _tb_up(p: RstParams) -> str:
     the trace hash folds in the same order on every simulator)."""
     o = _other(p.dom)
     return f"""    // peer_up_o (domain {o}): domain {p.dom} is out of reset.
-    fold({{32'd3, 31'd0, peer_up_o}});
+    `CDC_FOLD({{32'd3, 31'd0, peer_up_o}})
     if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
     if (!arst_n || asserted_up) begin
       if (!arst_n && peer_up_o !== 1'b0) tb_fail("peer_up_o high while arst_ni is low");
@@ -222,8 +222,8 @@ def _tb_domain(p: RstParams, d: str) -> str:
   reg [31:0] wait_{d} = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_{d}) if (on && !run_over) begin
     #2;
-    fold({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}});
-    note_check;
+    `CDC_FOLD({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}})  // fold, note_check in place
+    `CDC_NOTE_CHECK
     if ((^{p.out(d)}) === 1'bx) tb_fail("X or Z on an output: {p.out(d)}");
     if (!arst_n || asserted_{d}) begin
       // In reset (or asserted since the previous sample): the reset state, at once.

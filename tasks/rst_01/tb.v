@@ -72,8 +72,8 @@ module rst_tb;
   reg [31:0] wait_a = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_a) if (on && !run_over) begin
     #2;
-    fold({32'd1, 28'd0, ring_a_o});
-    note_check;
+    `CDC_FOLD({32'd1, 28'd0, ring_a_o})  // fold, note_check in place
+    `CDC_NOTE_CHECK
     if ((^ring_a_o) === 1'bx) tb_fail("X or Z on an output: ring_a_o");
     if (!arst_n || asserted_a) begin
       // In reset (or asserted since the previous sample): the reset state, at once.
@@ -110,8 +110,8 @@ module rst_tb;
   reg [31:0] wait_b = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_b) if (on && !run_over) begin
     #2;
-    fold({32'd2, 28'd0, count_b_o});
-    note_check;
+    `CDC_FOLD({32'd2, 28'd0, count_b_o})  // fold, note_check in place
+    `CDC_NOTE_CHECK
     if ((^count_b_o) === 1'bx) tb_fail("X or Z on an output: count_b_o");
     if (!arst_n || asserted_b) begin
       // In reset (or asserted since the previous sample): the reset state, at once.
@@ -139,7 +139,7 @@ module rst_tb;
     prev_b = count_b_o;
     seen_b = 1'b1;
     // peer_up_o (domain b): domain a is out of reset.
-    fold({32'd3, 31'd0, peer_up_o});
+    `CDC_FOLD({32'd3, 31'd0, peer_up_o})
     if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
     if (!arst_n || asserted_up) begin
       if (!arst_n && peer_up_o !== 1'b0) tb_fail("peer_up_o high while arst_ni is low");

@@ -46,7 +46,10 @@
 //     seed; two instances share a stream only if their names are equal, and which distinct names
 //     would collide changes with every seed. Names of 4096 characters or more are refused
 //     (cdc_sync_fail at the first edge after reset), since %m is read into a 4096-character
-//     buffer. Edges with no eligible bit compute no hash at all.
+//     buffer. Edges with no eligible bit compute no hash at all, and an edge with no change of d_i
+//     since the previous edge (and no deferred bit, no X or Z, an accepted name) does only the
+//     two-flop shift: none of its bits can be eligible (tests/test_sync_fastpath.py checks that
+//     this shortcut changes no verdict).
 //   * A bit that settled late on one edge always resolves on the next: latency is 2 or 3
 //     destination cycles, never 1 or 4.
 //   * Hence a Gray-coded bus is seen at its current value or one step behind, while a binary
@@ -98,6 +101,9 @@ module cdc_sync_bus #(
   localparam integer NAME_MAX = 4096;  // characters of %m kept; a longer name is refused
   reg [WIDTH-1:0] s1_q, s2_q;       // first and second synchronizer flops
   reg [WIDTH-1:0] deferred_q;       // bits that settled late on the previous edge
+  reg             slow;             // the next destination edge takes the full path
+  reg             d_x;              // d_i had an X or Z bit at the latest full-path edge
+  reg [WIDTH-1:0] fresh;            // bits that changed since the previous destination edge
   reg [WIDTH-1:0] last_d;           // d_i as of its latest change
   reg [WIDTH-1:0] upd_mask;         // bits changed in the time step upd_time
   reg [63:0]      upd_time;         // simulation time of this instance's latest input change
@@ -121,7 +127,7 @@ module cdc_sync_bus #(
   reg             name_long;
   reg [8*80-1:0]  who;              // the name's last 80 characters, for messages
   reg [8*160-1:0] msg;
-  integer         i, j, c, skip, nlen, bus_n;
+  integer         i, j, c, skip, nlen, bus_n, top, k;
 `ifdef CDC_SYNC_MONITOR
   reg             dom_known;        // this instance's (destination) domain is known
   reg             dst_is_a;         // clocked by task clock a (so its source is clock b)
@@ -188,7 +194,16 @@ module cdc_sync_bus #(
     name_h = mix64({32'h9e3779b9, settle_key});
     nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+    // The loop starts at the name's first character: for a short name, the highest nonzero
+    // byte of name_s, found by halving (the characters above it are zero and change nothing
+    // below; visiting them cost Icarus a function call each, 256 per instance per run).
+    top = name_long ? NAME_MAX - 1 : -1;
+    if (!name_long && name_s != {8*256{1'b0}}) begin
+      top = 0;
+      for (k = 128; k >= 1; k = k / 2)
+        if ((name_s >> (8 * (top + k))) != {8*256{1'b0}}) top = top + k;
+    end
+    for (i = top; i >= 0; i = i - 1) begin
       c = name_chr(i);
       if (c != 0 || skip >= 0) begin
         if (skip < 0)
@@ -211,6 +226,9 @@ module cdc_sync_bus #(
     x_warned = 1'b0;
 `endif
     edge_n = 32'd0;
+    slow = 1'b1;
+    fresh = {WIDTH{1'b0}};
+    deferred_q = {WIDTH{1'b0}};
     prev_edge_t = 64'd0;
     upd_time = 64'd0;
     upd_mask = {WIDTH{1'b0}};
@@ -237,10 +255,15 @@ module cdc_sync_bus #(
     end else if (diff != {WIDTH{1'b0}})
       for (j = 0; j < WIDTH; j = j + 1) if (diff[j]) chg_t[j] = now_t;
     last_d = d_i;
+    fresh = fresh | diff;
+    slow = 1'b1;  // the next destination edge decides about this change
 `ifdef CDC_SYNC_MONITOR
-    gray_n = (new_m == {WIDTH{1'b0}}) ? 0 : ones(new_m);
-    // Sum hook (see the header): report the bits newly changed in this time step.
-    if (gray_n > 0) `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+    // Sum hook (see the header): report the bits newly changed in this time step (one bit, the
+    // usual case, without a function call).
+    if (new_m != {WIDTH{1'b0}}) begin
+      gray_n = ((new_m & (new_m - 1'b1)) == {WIDTH{1'b0}}) ? 1 : ones(new_m);
+      `CDC_SYNC_MONITOR.cdc_sync_note(gray_n);
+    end
     // One-bit-per-source-edge rule for this bus (see the header).
     if (WIDTH > 1) begin
       bus_n = ((upd_mask & (upd_mask - 1'b1)) == {WIDTH{1'b0}}) ? 0 : ones(upd_mask);  // n > 1 only
@@ -253,21 +276,36 @@ module cdc_sync_bus #(
 `endif
   end
 
+  // The destination edge. Most edges find nothing to do but the two-flop shift: no bit of d_i
+  // changed since the previous edge, so no bit is eligible to settle late (its latest change is
+  // not after the previous sampling edge), and the full path below would compute late = 0. The
+  // full path runs only when `slow` says it may matter: d_i changed since the previous edge (the
+  // change process sets it), the previous edge deferred a bit or saw X or Z on d_i, the name is
+  // refused, or this is the first edge after reset (which learns the destination domain). Its
+  // results are those of the full path in every case; the fast path only skips work whose
+  // outcome is known (Icarus pays for every variable read of a per-edge process).
   always @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       s1_q       <= {WIDTH{1'b0}};
       s2_q       <= {WIDTH{1'b0}};
-      deferred_q <= {WIDTH{1'b0}};
+      deferred_q = {WIDTH{1'b0}};
       edge_n     = 32'd0;
+      slow       = 1'b1;
+    end else if (!slow) begin
+      edge_n = edge_n + 32'd1;
+      s1_q <= d_i;  // d_i has no X or Z bit here (a slow edge saw it clean and it has not changed)
+      s2_q <= s1_q;
+      prev_edge_t = $time;
     end else begin
       edge_n = edge_n + 32'd1;
+      d_x = ((^d_i) === 1'bx);
 `ifdef CDC_SYNC_MONITOR
       // Which task clock drives this instance: its edges fall at 1 (mod 4) ps for clock a, 3 for b.
       if (!dom_known) begin
         dst_is_a = ($time % 4 == 1);
         dom_known = 1'b1;
       end
-      if ((^d_i) === 1'bx) begin
+      if (d_x) begin
         $sformat(msg, "X or Z on synchronizer input %0s.d_i at t=%0d", who, $time);
         `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
       end
@@ -276,17 +314,20 @@ module cdc_sync_bus #(
         `CDC_SYNC_MONITOR.cdc_sync_fail(msg);
       end
 `else
-      if ((^d_i) === 1'bx && !x_warned) begin
+      if (d_x && !x_warned) begin
         x_warned = 1'b1;
         $display("cdc_sync_bus %m: X or Z on d_i at t=%0d (no monitor: cannot fail the run)", $time);
       end
 `endif
       // Candidates: bits whose input differs from the first flop and that did not settle late on
-      // the previous edge. Most edges have none, and then nothing below is computed (d_i & all
-      // ones: the same value as the late-bit blend below with no late bit, Z read as X).
-      cand = settle_on ? ((d_i ^ s1_q) & ~deferred_q) : {WIDTH{1'b0}};
+      // the previous edge. Without a candidate nothing below is computed (d_i & all ones: the
+      // same value as the late-bit blend below with no late bit, Z read as X).
+      // Only a bit that changed since the previous edge (fresh) can be eligible; a bit that did
+      // not has its latest change at or before the previous edge.
+      cand = settle_on ? ((d_i ^ s1_q) & ~deferred_q & fresh) : {WIDTH{1'b0}};
+      fresh = {WIDTH{1'b0}};
+      late = {WIDTH{1'b0}};
       if (|cand) begin
-        late = {WIDTH{1'b0}};
 `ifdef CDC_SYNC_MONITOR
         `CDC_SYNC_MONITOR.cdc_src_edge(dst_is_a, src_t);
 `else
@@ -305,14 +346,14 @@ module cdc_sync_bus #(
               late[i] = bit_h[0];
             end
           end
-        s1_q       <= (d_i & ~late) | (s1_q & late);
-        s2_q       <= s1_q;
-        deferred_q <= late;
-      end else begin
-        s1_q       <= d_i & {WIDTH{1'b1}};
-        s2_q       <= s1_q;
-        deferred_q <= {WIDTH{1'b0}};
-      end
+        s1_q <= (d_i & ~late) | (s1_q & late);
+      end else
+        s1_q <= d_i & {WIDTH{1'b1}};
+      s2_q <= s1_q;
+      deferred_q = late;
+      // The next edge may take the fast path only if it has nothing to decide: no deferred bit
+      // to resolve, d_i clean, the name accepted (and no change of d_i before it, see above).
+      slow = (late != {WIDTH{1'b0}}) || d_x || name_bad;
       prev_edge_t = $time;
     end
   end
@@ -441,7 +482,7 @@ module cdc_ram #(
   reg [8*256-1:0] name_s;             // %m
   reg [8*80-1:0]  who;                // the name's last 80 characters, for messages
   reg [8*160-1:0] msg;
-  integer         i, c, skip, nlen;
+  integer         i, c, skip, nlen, top, k;
 
   function [31:0] mix32(input [31:0] x);
     reg [31:0] y;
@@ -482,7 +523,16 @@ module cdc_ram #(
     name_h = mix64({32'h9e3779b9, settle_key});
     nlen = 0;
     skip = -1;  // -1: before the first character
-    for (i = (name_long ? NAME_MAX : 256) - 1; i >= 0; i = i - 1) begin
+    // The loop starts at the name's first character: for a short name, the highest nonzero
+    // byte of name_s, found by halving (the characters above it are zero and change nothing
+    // below; visiting them cost Icarus a function call each, 256 per instance per run).
+    top = name_long ? NAME_MAX - 1 : -1;
+    if (!name_long && name_s != {8*256{1'b0}}) begin
+      top = 0;
+      for (k = 128; k >= 1; k = k / 2)
+        if ((name_s >> (8 * (top + k))) != {8*256{1'b0}}) top = top + k;
+    end
+    for (i = top; i >= 0; i = i - 1) begin
       c = name_chr(i);
       if (c != 0 || skip >= 0) begin
         if (skip < 0)

@@ -105,11 +105,13 @@
   reg [31:0] gray_bits = 32'd0;
   reg [8*160-1:0] msg_gray;
 
+  reg [63:0] gray_now;
   task cdc_sync_note(input integer n);
     begin
       if (rst_an && rst_bn && !run_over && n > 0) begin
-        if ($time != gray_t) begin
-          gray_t = $time;
+        gray_now = $time;  // read once (Icarus pays for each read)
+        if (gray_now != gray_t) begin
+          gray_t = gray_now;
           gray_bits = 32'd0;
         end
         gray_bits = gray_bits + n;
@@ -129,11 +131,12 @@
   // nothing per clock edge and nothing a design does can move it. Either polarity counts: a
   // source register clocked on the falling edge is timed like one clocked on the rising edge.
   task cdc_src_edge(input dst_is_a, output [63:0] edge_t);
-    reg [63:0] ofs, half;
+    reg [63:0] ofs, half, now;
     begin
+      now = $time;  // read once (Icarus pays for each read)
       ofs = dst_is_a ? ofs_b : ofs_a;
       half = dst_is_a ? half_b : half_a;
-      edge_t = ($time < ofs) ? 64'hffffffffffffffff : ofs + (($time - ofs) / half) * half;
+      edge_t = (now < ofs) ? 64'hffffffffffffffff : ofs + ((now - ofs) / half) * half;
     end
   endtask
 
