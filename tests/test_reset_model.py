@@ -133,8 +133,8 @@ module rec_tb;
   wire srst_n;
   integer k, d, fails = 0;
   reg [8*160-1:0] last;
-  task cdc_recovery_fail(input [8*160-1:0] why);
-    begin fails = fails + 1; last = why; end
+  task cdc_recovery_fail;
+    begin fails = fails + 1; $sformat(last, "recovery at t=%0d", $time); end
   endtask
   task cdc_sync_fail(input [8*160-1:0] why); endtask
   task cdc_sync_note(input integer n); endtask
@@ -189,7 +189,7 @@ def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Pa
         assert all(s == 0 for _d, s in steps), steps
         return
     assert all(s == (1 if d == 10 else 0) for d, s in steps), steps
-    assert out[-1].startswith("LAST recovery: a flop left its asynchronous reset"), out[-1]
+    assert out[-1].startswith("LAST recovery at t="), out[-1]
 
 
 def test_the_simulated_netlist_carries_the_model_and_the_rules_see_the_cells() -> None:

@@ -36,7 +36,7 @@ module prim_top (
     end
   endtask
   integer recovery_fails = 0;  // cdc_recovery_fail calls (cdc_arst_ff's recovery check)
-  task cdc_recovery_fail(input [8*160-1:0] why);
+  task cdc_recovery_fail;
     recovery_fails = recovery_fails + 1;
   endtask
   integer sync_notes = 0;   // cdc_sync_note calls (the per-time-step sum is the testbench's)

@@ -16,7 +16,7 @@
 //       n > 0 bits of one synchronizer input changed for the first time in the current time step
 //       (one source clock edge). The testbench sums them over every instance per time step and,
 //       on hidden seeds, fails the run when the sum exceeds its limit (CDC_EDGE_BITS).
-//   cdc_recovery_fail(msg)
+//   cdc_recovery_fail
 //       a design flop (cdc_arst_ff, trusted/hdl/cdc_reset.v) left its asynchronous reset within an
 //       eighth of a period before its clock edge and changes on that edge (a recovery violation);
 //       the testbench fails the run on hidden seeds (+cdc_gray_check=1).

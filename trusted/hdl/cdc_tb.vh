@@ -151,8 +151,13 @@
   // metastable and its readers may disagree. With +cdc_gray_check=1 (hidden seeds) the seed fails,
   // whatever the harness resets are doing: no correct design releases a flop out of step and
   // changes it on that edge (the provided cdc_sync_reset's first flop is exempt in the model).
-  task cdc_recovery_fail(input [8*160-1:0] why);
-    if (gray_check_on && !run_over) tb_fail(why);
+  reg [8*160-1:0] msg_recovery;
+  task cdc_recovery_fail;
+    if (gray_check_on && !run_over) begin
+      $sformat(msg_recovery, "recovery: a flop left its asynchronous reset less than 1/8 period before its clock edge at t=%0d and changes on that edge",
+               $time);
+      tb_fail(msg_recovery);
+    end
   endtask
 
   // One-bit-per-source-edge rule for every cdc_sync_bus wider than one bit, in every testbench:
