@@ -10,12 +10,17 @@ For each task's reference fix and each hidden-stage size N (plus the task's visi
   comments, so a new comment alone would find the model cached), so the model is built
   (``report["cpu_s"]`` includes it);
 * ``verilator_first``: a first grade under the self-checked policy (the default): the model is
-  built (model cache off, as above), the hidden stage (N >= 24) batches, re-runs in reverse order
-  and runs two seeds alone, and issues a certificate;
+  built (model cache off, as above), the hidden stage (N >= 24) batches, re-runs a random sample
+  of max(24, N/10) of its seeds in a shuffled order and runs two seeds alone, and issues a
+  certificate;
 * ``verilator_regrade``: the same patch graded again: the model comes from the per-patch cache
   (on for both grades of this mode) and the stage is checked against the certificate as well;
 * ``auto_first``: a first grade under ``sim="auto"`` (model cache off, as above): the simulator
   the cost model picks for the X-safe netlist (``hidden_mode`` and stderr say what ran).
+
+A first-grade mode fails (RuntimeError) if the report's build stage says the model came from a
+cache (``model_cache: hit``), so running this script with another tree on PYTHONPATH (bench_pair
+against an older commit) cannot measure a cached model by mistake.
 
 The CPU of a grade is ``report["cpu_s"]`` (the grading process plus every tool process, each
 tool run measured by its own cgroup). Maximum of ``--runs`` runs. Core-hours per million grades
@@ -52,6 +57,9 @@ def one(task, n: int, mode: str, patch: str) -> dict:
         r = grade(task, patch, sim="verilator", hidden=n, batch_policy="self-checked")
     if r["verdict"] != "pass":
         raise RuntimeError(f"{task.id} {mode} {n}: {r['verdict']} {r['reason']}")
+    build = next((s for s in r["stages"] if s["name"] == "build"), {})
+    if mode in ("verilator_alone", "verilator_first") and build.get("model_cache") == "hit":
+        raise RuntimeError(f"{task.id} {mode} {n}: a first grade found its model cached")
     return r
 
 

@@ -37,6 +37,7 @@ from .sim import verilator
 from .sim.certs import check_certificate
 from .sim.costmodel import CostModel, model_path
 from .sim.seeds import hidden_seeds, visible_seeds
+from .sim.stage import check_sample_size
 from .task import Task
 
 SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
@@ -120,7 +121,8 @@ def fit_model(ic: list[dict], vb: list[dict], va: list[dict], *, n_visible: int,
     v_fixed = worst(vb + va, lambda r: _stage_cpu(r, "build"))
     i_seed = (worst(ic, lambda r: r["cpu_s"]) - common - i_build) / (n_visible + 32)
     v_alone = (worst(va, lambda r: r["cpu_s"]) - common - v_fixed) / (n_visible + 200)
-    v_batched = (worst(vb, lambda r: r["cpu_s"]) - common - v_fixed - (n_visible + 2) * v_alone) / 400
+    v_batched = ((worst(vb, lambda r: r["cpu_s"]) - common - v_fixed - (n_visible + 2) * v_alone)
+                 / (200 + check_sample_size(200)))  # the batch and its check sample
     return CostModel(icarus_build=round(i_build, 4), icarus_seed=round(max(i_seed, 0.0), 5),
                      verilator_fixed=round(v_fixed, 4), verilator_seed_alone=round(max(v_alone, 0.0), 5),
                      verilator_seed_batched=round(max(v_batched, 0.0), 6), source=source)

@@ -1,7 +1,8 @@
 """The batching policies of a Verilator hidden stage (stage.run_stage_batched, docs/certs.md).
 
-* "self-checked" (the default): a first grade batches without a certificate, checked against its
-  reverse-order re-run and two seeds alone, and issues a certificate of basis "self-checked"
+* "self-checked" (the default): a first grade batches without a certificate, checked against a
+  shuffled re-run of a random sample of its seeds and two seeds alone (drawn after the batch ran),
+  and issues a certificate of basis "self-checked"
   that a re-grade then checks against; "certified" (the old rule) runs it seed by seed;
 * the policy comes from the keyword, else $CDC_ENV_BATCH_POLICY; an unknown name is a one-line
   error (ValueError; CLI exit 2); the report says which policy ran;
@@ -27,7 +28,7 @@ import pytest
 from cdc_env.grade import grade
 from cdc_env.report import validate_report
 from cdc_env.sim import certs, costmodel, stage
-from cdc_env.sim.base import SEED_LIMITS, SeedResult
+from cdc_env.sim.base import SEED_LIMITS, BatchRun, Build, SeedResult
 from cdc_env.sim.seeds import hidden_seeds, plan_seed
 from cdc_env.sim.verilator import Verilator
 from cdc_env.task import load_task
@@ -110,7 +111,7 @@ def test_first_grade_batches_self_checked_and_issues_a_certificate(hs):
     assert r["verdict"] == "pass" and r["batch_policy"] == "self-checked"
     hid = r["seeds"]["hidden"]
     assert hid["mode"] == "batched", hid["mode_reason"]
-    assert "self-checked" in hid["mode_reason"] and "reverse-order re-run" in hid["mode_reason"]
+    assert "self-checked" in hid["mode_reason"] and "shuffled re-run of 24 of 24" in hid["mode_reason"]
     check = certs.check_certificate(hs, text, hidden_seeds(hs, HIDDEN), settle=True)
     assert check.ok and check.basis == "self-checked"
     # The re-grade checks against that certificate as well; its results are the alone results.
@@ -327,3 +328,99 @@ def test_every_task_has_a_shipped_cost_model():
     doc = json.loads(costmodel.SHIPPED_MODELS.read_text())
     missing = [t.id for t in list_tasks() if costmodel._model_from(doc["models"].get(t.id)) is None]
     assert not missing, f"no shipped cost model for {missing}: run cdc-env cost --ship"
+
+
+class _FakeBatcher:
+    """A stand-in simulator that records what the batched stage asks of it. ``leak``: a seed's
+    result depends on the seed that ran before it in the same process (a grader bug)."""
+
+    def __init__(self, log: list, leak: bool = False):
+        self.log, self.leak = log, leak
+
+    def _result(self, seed: int, before: int | None) -> SeedResult:
+        h = f"{seed:x}" + (f"-{before:x}" if self.leak and before is not None else "")
+        return SeedResult(seed=seed, status="pass", checks=3, trace_hash=h, sim_time_ps=seed)
+
+    def run_batch(self, build, plans, *, settle, sandbox=True, tag="batch", limits=None):
+        seeds = [p.seed for p in plans]
+        self.log.append(("batch", tag, seeds))
+        before = [None, *seeds[:-1]]
+        return BatchRun([self._result(s, b) for s, b in zip(seeds, before, strict=True)], 0.0, 0)
+
+    def run_seed(self, build, plan, *, settle, sandbox=True, limits=None):
+        self.log.append(("alone", plan.seed))
+        return self._result(plan.seed, None)
+
+
+def _fake_stage(hs, tmp_path, sim, n: int, rng=None):
+    build = Build("pass", "", tmp_path, extra={"batch_hazards": []})
+    cert = certs.CertCheck(False, "no certificate (test)", tmp_path / "none.json", readable=True)
+    seeds = hidden_seeds(hs, n)
+    return seeds, stage.run_stage_batched(sim, build, hs, hs.reference_text, seeds, settle=True,
+                                          cert=cert, rng=rng, policy="self-checked")
+
+
+def test_check_sample_size():
+    assert [stage.check_sample_size(n) for n in (24, 32, 200, 240, 241, 1000)] == [24, 24, 24, 24, 25, 100]
+
+
+def test_the_check_sample_is_drawn_after_the_batch_and_is_not_predictable(hs, tmp_path, monkeypatch):
+    """The re-run's seeds, their order and the two lone seeds come from a secure RNG that is
+    created and first used only after the batched run returned; two stages draw different ones."""
+    log: list = []
+
+    class Recording(stage.secrets.SystemRandom):
+        def __init__(self, *a, **k):
+            log.append(("rng created",))
+            super().__init__(*a, **k)
+
+        def sample(self, population, k, **kw):
+            log.append(("rng sample", k))
+            return super().sample(population, k, **kw)
+
+    monkeypatch.setattr(stage.secrets, "SystemRandom", Recording)
+    sim = _FakeBatcher(log)
+    seeds, (results, reason, _, _) = _fake_stage(hs, tmp_path, sim, 200)
+    assert results is not None and "shuffled re-run of 24 of 200 seeds" in reason, reason
+    kinds = [e[0] for e in log]
+    assert kinds[0] == "batch" and log[0][1:] == ("batch", seeds)  # the whole stage first, in order
+    assert kinds[1:3] == ["rng created", "rng sample"]  # the RNG exists only after the batch ran
+    check = log[3]
+    assert check[:2] == ("batch", "batch-check") and len(check[2]) == 24 == len(set(check[2]))
+    assert set(check[2]) <= set(seeds)
+    assert kinds[4:] == ["rng sample", "alone", "alone"]
+    # Not predictable: another stage draws another sample in another order (two equal draws of 24
+    # of 200 in order: probability below 1e-50).
+    log.clear()
+    _fake_stage(hs, tmp_path, sim, 200)
+    again = next(e for e in log if e[:2] == ("batch", "batch-check"))
+    assert again[2] != check[2]
+    # A sample is shuffled: 24 of 24 seeds come back as a permutation, not in the stage's order
+    # nor its reverse (each draw: probability 2/24! of either).
+    log.clear()
+    small, _ = _fake_stage(hs, tmp_path, sim, 24)
+    order = next(e for e in log if e[:2] == ("batch", "batch-check"))[2]
+    assert sorted(order) == sorted(small) and order not in (small, small[::-1])
+
+
+def test_a_leak_between_seeds_is_caught_by_the_shuffled_rerun(hs, tmp_path):
+    """A grader bug through which a seed sees the seed before it changes the sampled seeds' results
+    in the re-run (they follow other seeds there): the stage does not batch."""
+    for n in (24, 64, 200):
+        seeds, (results, reason, _, _) = _fake_stage(hs, tmp_path, _FakeBatcher([], leak=True), n)
+        assert results is None and "the shuffled re-run gave" in reason, reason
+        _, (results, reason, _, _) = _fake_stage(hs, tmp_path, _FakeBatcher([]), n)
+        assert results is not None, reason
+
+
+def test_leaking_harness_is_caught_when_the_sample_is_part_of_the_stage(hs, tmp_path):
+    """The real leaking runner (CDC_LEAK_TEST: a seed also sees every earlier seed's arguments) on
+    a stage larger than its check sample (64 seeds, 24 re-run): caught, every seed runs alone."""
+    sim = Verilator()
+    leaky = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "leaky",
+                      harness_defines=("CDC_LEAK_TEST",))
+    assert leaky.status == "pass"
+    seeds = hidden_seeds(hs, 64)
+    run = stage.run_stage(sim, leaky, hs, seeds, settle=True, design_text=hs.reference_text)
+    assert run.mode == "one-at-a-time" and "every seed ran on its own" in run.reason
+    assert "the shuffled re-run gave" in run.reason or "the seed alone gave" in run.reason, run.reason

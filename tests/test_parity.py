@@ -4,7 +4,7 @@
   the parity check, gets no certificate, and its grade runs every seed alone, saying why;
 * a certified stage batches, and its results equal Icarus's;
 * a tampered or a stale certificate is refused and the stage runs seed by seed;
-* a harness bug that leaks state between seeds is caught by the reverse-order re-run;
+* a harness bug that leaks state between seeds is caught by the shuffled re-run of a random sample;
 * Icarus and stages under 24 seeds never batch; before the gate sim="auto" uses Verilator only under a
   certificate (after it, also for a netlist proven X-safe: test_xsafe.py).
 (The self-checked policy, the default, is tested in test_batch_policy.py; the tests here that
@@ -95,7 +95,7 @@ def test_certified_stage_batches_and_equals_icarus(hs, certified):
     validate_report(rv)
     assert rv["verdict"] == "pass"
     assert rv["seeds"]["hidden"]["mode"] == "batched"
-    assert "reverse-order re-run" in rv["seeds"]["hidden"]["mode_reason"]
+    assert "shuffled re-run of 24 of 24 seeds" in rv["seeds"]["hidden"]["mode_reason"]
     assert rv["seeds"]["visible"]["mode"] == "one-at-a-time"  # 8 seeds: too few to batch
     ri = grade(hs, hs.reference_text, sim="icarus", hidden=HIDDEN)
     assert ri["seeds"]["hidden"]["results"] == rv["seeds"]["hidden"]["results"]
@@ -145,7 +145,7 @@ def test_stale_certificate_is_refused(hs, tmp_path):
     assert not certs.check_certificate(t, t.reference_text, seeds, settle=True).ok
 
 
-def test_leaking_harness_is_caught_by_the_reverse_order_run(hs, certified, tmp_path):
+def test_leaking_harness_is_caught_by_the_shuffled_rerun(hs, certified, tmp_path):
     sim = Verilator()
     leaky = sim.build(hs, {hs.editable: hs.reference_text}, tmp_path / "leaky",
                       harness_defines=("CDC_LEAK_TEST",))
@@ -153,7 +153,7 @@ def test_leaking_harness_is_caught_by_the_reverse_order_run(hs, certified, tmp_p
     seeds = hidden_seeds(hs, HIDDEN)
     run = run_stage(sim, leaky, hs, seeds, settle=True, design_text=hs.reference_text)
     assert run.mode == "one-at-a-time"
-    assert "reverse-order" in run.reason and "every seed ran on its own" in run.reason
+    assert "the shuffled re-run gave" in run.reason and "every seed ran on its own" in run.reason
     # Alone, the leaky runner is correct (one seed per process), and the fallback results are Icarus's.
     bi = Icarus().build(hs, {hs.editable: hs.reference_text}, tmp_path / "icarus")
     ref = run_stage(Icarus(), bi, hs, seeds, settle=True, design_text=hs.reference_text)

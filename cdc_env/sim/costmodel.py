@@ -2,8 +2,8 @@
 
 **The model.** From the reports of those measured grades: Icarus build and per-seed cost,
 Verilator fixed cost (the model build) and per-seed cost alone and batched. Batched stages also
-pay a reverse-order re-run and two seeds alone (stage.run_stage_batched), and the model counts
-them. ``load_model`` reads, in order: the model
+pay a shuffled re-run of a sample of their seeds and two seeds alone (stage.run_stage_batched),
+and the model counts them. ``load_model`` reads, in order: the model
 ``cdc-env cost`` saved in the cache for this task (``$CDC_ENV_CACHE/cost/<task>.json``), the
 measured model shipped with the package for this task (``cdc_env/cost_models.json``, written by
 ``cdc-env cost --ship``), and last ``DEFAULT_MODEL`` (one task's figures; the report's
@@ -38,7 +38,7 @@ from . import get_simulator
 from .base import cache_root
 from .certs import check_certificate
 from .seeds import hidden_for, visible_seeds
-from .stage import BATCH_MIN_SEEDS
+from .stage import BATCH_MIN_SEEDS, check_sample_size
 
 
 @dataclass
@@ -59,9 +59,10 @@ class CostModel:
         return self.verilator_fixed + (n_visible + n_hidden) * self.verilator_seed_alone
 
     def verilator_batched(self, n_visible: int, n_hidden: int) -> float:
-        """Visible seeds alone (a stage under 24 seeds never batches); hidden batched twice + 2 alone."""
+        """Visible seeds alone (a stage under 24 seeds never batches); hidden batched, its check
+        sample (stage.check_sample_size) batched again, and 2 seeds alone."""
         return (self.verilator_fixed + (n_visible + 2) * self.verilator_seed_alone
-                + 2 * n_hidden * self.verilator_seed_batched)
+                + (n_hidden + check_sample_size(n_hidden)) * self.verilator_seed_batched)
 
     def crossover(self, n_visible: int = 8, limit: int = 100_000) -> int | None:
         """The smallest hidden stage at which batched Verilator is cheaper than Icarus."""

@@ -3,8 +3,9 @@ stages, and the one recipe "scratch dir -> build -> run seeds -> clean up" (``sc
 ``build_and_run``) that the grade and every measuring tool (parity, cost, taskgate) use.
 
 Batching (``run_stage_batched``) is used only by a backend with the ``batching`` capability, and
-every batch is checked: a batched run, the same seeds in reverse order, and two seeds chosen by a
-secure RNG alone must agree (and agree with a certificate where one exists, certs.py). Anything
+every batch is checked: a batched run, a re-run of a random sample of its seeds in a shuffled order
+(a second batch process), and two seeds alone, all drawn by a secure RNG after the batch ran, must
+agree (and agree with a certificate where one exists, certs.py). Anything
 else -- and any batch that does not complete -- makes every seed run on its own, with the reason.
 """
 
@@ -45,6 +46,11 @@ from .proc import Limits, ProcResult, accounting, carry_cpu, run_bounded
 from .seeds import SeedPlan, plan_seed
 
 BATCH_MIN_SEEDS = 24
+# The check re-run of a batched stage: this many of its seeds (at least BATCH_MIN_SEEDS, at least a
+# tenth of the stage, never more than the stage), drawn by a secure RNG after the batch ran and run
+# in a shuffled order in a second batch process (docs/parity.md, "A first grade's batching policy").
+CHECK_SAMPLE_MIN = BATCH_MIN_SEEDS
+CHECK_SAMPLE_FRACTION = 10  # one seed in ten
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
@@ -295,9 +301,9 @@ def run_stage(sim: Simulator, build: Build, task: Task, seeds: list[int], *, set
     Batching needs a backend with the ``batching`` capability, ``batch`` and a stage of at least
     BATCH_MIN_SEEDS seeds; policy "certified" also needs a valid certificate for the patch, policy
     "self-checked" a design without constructs that could carry state between seeds
-    (run_stage_batched). The batch must agree with its own reverse-order re-run and two seeds run
-    alone. Otherwise -- and whenever any of that fails -- every seed runs in its own process. The
-    returned mode, reason and policy go into the report.
+    (run_stage_batched). The batch must agree with a shuffled re-run of a random sample of its
+    seeds and two seeds run alone. Otherwise -- and whenever any of that fails -- every seed runs
+    in its own process. The returned mode, reason and policy go into the report.
     """
     cpu, rss = 0.0, 0
     if not sim.batching:
@@ -366,12 +372,22 @@ def _batch_refusal(build: Build) -> str:
     return ""
 
 
+def check_sample_size(n: int) -> int:
+    """How many of a batched stage's ``n`` seeds its check re-run runs again (shuffled)."""
+    return min(n, max(CHECK_SAMPLE_MIN, -(-n // CHECK_SAMPLE_FRACTION)))
+
+
 def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str,
                       seeds: list[int], *, settle: bool, sandbox: bool = True,
                       cert: CertCheck | None = None, rng: secrets.SystemRandom | None = None,
                       limits: Limits = SEED_LIMITS, policy: str = "certified",
                       ) -> tuple[list[SeedResult] | None, str, float, int]:
-    """Batched run + reverse-order run + two seeds alone, checked against each other (and a certificate).
+    """Batched run + a shuffled re-run of a random sample + two seeds alone, checked against each
+    other (and a certificate).
+
+    The sample (``check_sample_size`` seeds), its order and the two lone seeds are drawn with
+    ``rng`` (a ``secrets.SystemRandom``) only after the batched run has completed, so nothing the
+    batch ran could depend on them.
 
     ``policy`` "certified": only under a valid certificate, and the results must equal it.
     "self-checked": a valid certificate is checked against where there is one; without one the
@@ -400,19 +416,23 @@ def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str
     try:
         fwd = sim.run_batch(build, plans, settle=settle, sandbox=sandbox, tag="batch", limits=limits)
         cpu, rss = cpu + fwd.cpu_s, max(rss, fwd.max_rss_kb)
-        rev = sim.run_batch(build, plans[::-1], settle=settle, sandbox=sandbox, tag="batch-rev",
-                            limits=limits)
-        cpu, rss = cpu + rev.cpu_s, max(rss, rev.max_rss_kb)
+        # Drawn only now, after the batch ran: a sample of the seeds in a random order (rng.sample
+        # returns them shuffled), re-run as a batch of their own.
+        rng = rng or secrets.SystemRandom()
+        order = rng.sample(range(len(plans)), check_sample_size(len(plans)))
+        again = sim.run_batch(build, [plans[i] for i in order], settle=settle, sandbox=sandbox,
+                              tag="batch-check", limits=limits)
+        cpu, rss = cpu + again.cpu_s, max(rss, again.max_rss_kb)
     except BatchIncomplete as exc:
         proc = exc.proc
         return None, f"batched run incomplete ({exc})", cpu + (proc.cpu_s if proc else 0.0), rss
-    rng = rng or secrets.SystemRandom()
     lone_seeds = rng.sample(seeds, 2)
     lone = [sim.run_seed(build, plan_seed(task, s), settle=settle, sandbox=sandbox, limits=limits)
             for s in lone_seeds]
     cpu += sum(r.cpu_s for r in lone)
     rss = max([rss] + [r.max_rss_kb for r in lone])
-    diff = (first_difference(fwd.results, rev.results, "the batched run", "the reverse-order batched run")
+    diff = (first_difference(again.results, fwd.results, "the shuffled re-run", "the batched run",
+                             subset=True)
             or first_difference(lone, fwd.results, "the seed alone", "the batched run", subset=True))
     if not diff and cert.ok:
         certified = [SeedResult(seed=k[0], status=k[1], reason=k[2], checks=k[3], trace_hash=k[4],
@@ -420,7 +440,8 @@ def run_stage_batched(sim: Simulator, build: Build, task: Task, design_text: str
         diff = first_difference(fwd.results, certified, "the batched run", "the certificate")
     if diff:
         return None, f"batched results disagreed ({diff})", cpu, rss
-    checks = f"reverse-order re-run and seeds {lone_seeds[0]}, {lone_seeds[1]} alone agreed"
+    checks = (f"shuffled re-run of {len(order)} of {len(plans)} seeds and seeds {lone_seeds[0]}, "
+              f"{lone_seeds[1]} alone agreed")
     if cert.ok:
         return fwd.results, f"{cert.reason}; {checks}", cpu, rss
     issued = ""

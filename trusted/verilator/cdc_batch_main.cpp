@@ -33,7 +33,7 @@
 // bounded by the grader, and any batch that does not complete cleanly is re-run seed by seed);
 // it does not catch $fatal/$stop (Verilator ends the process; the batch is then incomplete).
 // CDC_LEAK_TEST (a -D flag, tests only) plants a harness bug that leaks state between seeds, to
-// prove that the grader's reverse-order re-run catches such a bug.
+// prove that the grader's check re-run (a random sample of the seeds, shuffled) catches such a bug.
 
 #include <cctype>
 #include <cstdio>
