@@ -35,7 +35,9 @@ struct Diamond : VA, VB, Iface { int d = 7; };
 template <int N> struct T : Base, Iface { int t = N; };
 template <int N> struct U : T<N> { int u = N; };
 
-static long off(const void* r, const void* s) { return r ? (long)((const char*)r - (const char*)s) : -999999; }
+static long off(const void* r, const void* s) {
+  return r ? (long)((const char*)r - (const char*)s) : -999999;
+}
 
 template <int N> static void many(Base** out) { out[2 * N] = new T<N>(); out[2 * N + 1] = new U<N>(); }
 template <int N> struct Fill { static void go(Base** out) { many<N>(out); Fill<N - 1>::go(out); } };
@@ -97,9 +99,10 @@ def test_sandboxed_vvp_loads_the_memo(tmp_path: Path) -> None:
     pre = preload_module()
     so = pre / f"{PRELOAD_NAME}.so"
     limits = Limits(wall_s=60.0, cpu_s=30, mem_bytes=1 << 30, out_bytes=1 << 16)
-    ok = run_bounded(["env", f"LD_PRELOAD={so}", "vvp", "-V"], tmp_path, limits, sandbox=True, ro_paths=(pre,))
+    argv = ["env", f"LD_PRELOAD={so}", "vvp", "-V"]
+    ok = run_bounded(argv, tmp_path, limits, sandbox=True, ro_paths=(pre,))
     assert ok.returncode == 0 and "cannot be preloaded" not in ok.stderr, ok.stderr
-    bad = run_bounded(["env", f"LD_PRELOAD={so}", "vvp", "-V"], tmp_path, limits, sandbox=True, ro_paths=())
+    bad = run_bounded(argv, tmp_path, limits, sandbox=True, ro_paths=())
     assert "cannot be preloaded" in bad.stderr
 
 

@@ -41,29 +41,37 @@ struct slot {
 static __thread struct slot memo[SLOTS] __attribute__((tls_model("initial-exec")));
 static dyncast_fn real_dyncast;
 
-void* __dynamic_cast(const void* src, const void* src_type, const void* dst_type, ptrdiff_t src2dst) {
+/* A key not in the memo (or a null source): ask the runtime, remember its answer. */
+static __attribute__((noinline)) void* ask(const void* src, const void* src_type, const void* dst_type,
+                                           ptrdiff_t src2dst, struct slot* s, const void* vptr,
+                                           const void* whole_vptr) {
     if (real_dyncast == NULL) {
         real_dyncast = (dyncast_fn)dlsym(RTLD_NEXT, "__dynamic_cast");
         if (real_dyncast == NULL) return NULL; /* no C++ runtime below: cannot happen in vvp */
     }
-    if (src == NULL) return real_dyncast(src, src_type, dst_type, src2dst);
+    void* r = real_dyncast(src, src_type, dst_type, src2dst);
+    if (s != NULL) {
+        s->vptr = vptr;
+        s->whole_vptr = whole_vptr;
+        s->src_type = src_type;
+        s->dst_type = dst_type;
+        s->src2dst = src2dst;
+        s->found = (r != NULL);
+        s->delta = r ? (char*)r - (char*)src : 0;
+    }
+    return r;
+}
+
+void* __dynamic_cast(const void* src, const void* src_type, const void* dst_type, ptrdiff_t src2dst) {
+    if (src == NULL) return ask(src, src_type, dst_type, src2dst, NULL, NULL, NULL);
     const void* vptr = *(const void* const*)src;
     /* Itanium C++ ABI: the vtable's offset-to-top is two words before its address point */
     ptrdiff_t to_top = ((const ptrdiff_t*)vptr)[-2];
     const void* whole_vptr = *(const void* const*)((const char*)src + to_top);
-    uintptr_t h = (uintptr_t)vptr ^ ((uintptr_t)dst_type * 31u) ^ ((uintptr_t)whole_vptr >> 4);
-    h ^= h >> 13;
-    struct slot* s = &memo[(h >> 3) & (SLOTS - 1)];
-    if (s->vptr == vptr && s->whole_vptr == whole_vptr && s->dst_type == dst_type &&
+    uintptr_t h = ((uintptr_t)vptr >> 3) ^ ((uintptr_t)dst_type >> 3) ^ ((uintptr_t)dst_type >> 9);
+    struct slot* s = &memo[h & (SLOTS - 1)];
+    if (s->vptr == vptr && s->dst_type == dst_type && s->whole_vptr == whole_vptr &&
         s->src_type == src_type && s->src2dst == src2dst)
         return s->found ? (void*)((char*)src + s->delta) : NULL;
-    void* r = real_dyncast(src, src_type, dst_type, src2dst);
-    s->vptr = vptr;
-    s->whole_vptr = whole_vptr;
-    s->src_type = src_type;
-    s->dst_type = dst_type;
-    s->src2dst = src2dst;
-    s->found = (r != NULL);
-    s->delta = r ? (char*)r - (char*)src : 0;
-    return r;
+    return ask(src, src_type, dst_type, src2dst, s, vptr, whole_vptr);
 }
