@@ -532,7 +532,8 @@ module fifo_tb;
       lag_w = {2 * LAG_OWN} * half_a + {2 * LAG_OTHER} * half_b;
       seeded = 1'b1;
     end
-    `CDC_FOLD_KNOWN(({{32'd1, 29'd0, push, full, 1'b1}} ^ (wlevel << 8)))
+    // (| joins fields that share no bit, as ^ did; Icarus ORs by words but XORs bit by bit)
+    `CDC_FOLD_KNOWN(({{32'd1, 29'd0, push, full, 1'b1}} | (wlevel << 8)))
 {level_w}    if (full !== 1'b0 && full !== 1'b1) tb_fail("full is X or Z");
     if (full === 1'b1) begin
       // Full only with the storage full as the writer can know it: the words written minus those

@@ -84,14 +84,16 @@ module cdc_arst_ff #(
   reg [31:0]      h, bit_h;
   integer         i, c;
 
+  // a ^ b is written (a | b) - (a & b) in the hashes: the same number (no operand here has an X
+  // or Z bit), and Icarus 11 XORs a vector bit by bit but ORs, ANDs and subtracts it by words.
   function [31:0] mix32(input [31:0] x);
-    reg [31:0] y;
+    reg [31:0] y, s;
     begin
-      y = x ^ (x >> 16);
+      s = x >> 16; y = (x | s) - (x & s);
       y = y * 32'h7feb352d;
-      y = y ^ (y >> 15);
+      s = y >> 15; y = (y | s) - (y & s);
       y = y * 32'h846ca68b;
-      mix32 = y ^ (y >> 16);
+      s = y >> 16; mix32 = (y | s) - (y & s);
     end
   endfunction
 

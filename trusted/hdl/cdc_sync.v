@@ -138,23 +138,25 @@ module cdc_sync_bus #(
   integer         gray_n;           // sum hook: bits newly changed in this time step
 `endif
 
+  // a ^ b is written (a | b) - (a & b) in the hashes: the same number (no operand here has an X
+  // or Z bit), and Icarus 11 XORs a vector bit by bit but ORs, ANDs and subtracts it by words.
   function [31:0] mix32(input [31:0] x);
-    reg [31:0] y;
+    reg [31:0] y, s;
     begin
-      y = x ^ (x >> 16);
+      s = x >> 16; y = (x | s) - (x & s);
       y = y * 32'h7feb352d;
-      y = y ^ (y >> 15);
+      s = y >> 15; y = (y | s) - (y & s);
       y = y * 32'h846ca68b;
-      mix32 = y ^ (y >> 16);
+      s = y >> 16; mix32 = (y | s) - (y & s);
     end
   endfunction
 
   function [63:0] mix64(input [63:0] x);  // SplitMix64's finaliser (a bijection)
-    reg [63:0] y;
+    reg [63:0] y, s;
     begin
-      y = (x ^ (x >> 30)) * 64'hbf58476d1ce4e5b9;
-      y = (y ^ (y >> 27)) * 64'h94d049bb133111eb;
-      mix64 = y ^ (y >> 31);
+      s = x >> 30; y = ((x | s) - (x & s)) * 64'hbf58476d1ce4e5b9;
+      s = y >> 27; y = ((y | s) - (y & s)) * 64'h94d049bb133111eb;
+      s = y >> 31; mix64 = (y | s) - (y & s);
     end
   endfunction
 
@@ -210,7 +212,7 @@ module cdc_sync_bus #(
           skip = (i >= 3 && {name_chr(i), name_chr(i-1), name_chr(i-2), name_chr(i-3)} == "TOP.") ? 4 : 0;
         if (skip > 0) skip = skip - 1;
         else begin
-          name_h = mix64(name_h ^ c);
+          name_h = mix64((name_h | c) - (name_h & c));  // name_h ^ c
           nlen = nlen + 1;
         end
       end
@@ -484,23 +486,25 @@ module cdc_ram #(
   reg [8*160-1:0] msg;
   integer         i, c, skip, nlen, top, k;
 
+  // a ^ b is written (a | b) - (a & b) in the hashes: the same number (no operand here has an X
+  // or Z bit), and Icarus 11 XORs a vector bit by bit but ORs, ANDs and subtracts it by words.
   function [31:0] mix32(input [31:0] x);
-    reg [31:0] y;
+    reg [31:0] y, s;
     begin
-      y = x ^ (x >> 16);
+      s = x >> 16; y = (x | s) - (x & s);
       y = y * 32'h7feb352d;
-      y = y ^ (y >> 15);
+      s = y >> 15; y = (y | s) - (y & s);
       y = y * 32'h846ca68b;
-      mix32 = y ^ (y >> 16);
+      s = y >> 16; mix32 = (y | s) - (y & s);
     end
   endfunction
 
   function [63:0] mix64(input [63:0] x);  // SplitMix64's finaliser (a bijection)
-    reg [63:0] y;
+    reg [63:0] y, s;
     begin
-      y = (x ^ (x >> 30)) * 64'hbf58476d1ce4e5b9;
-      y = (y ^ (y >> 27)) * 64'h94d049bb133111eb;
-      mix64 = y ^ (y >> 31);
+      s = x >> 30; y = ((x | s) - (x & s)) * 64'hbf58476d1ce4e5b9;
+      s = y >> 27; y = ((y | s) - (y & s)) * 64'h94d049bb133111eb;
+      s = y >> 31; mix64 = (y | s) - (y & s);
     end
   endfunction
 
@@ -539,7 +543,7 @@ module cdc_ram #(
           skip = (i >= 3 && {name_chr(i), name_chr(i-1), name_chr(i-2), name_chr(i-3)} == "TOP.") ? 4 : 0;
         if (skip > 0) skip = skip - 1;
         else begin
-          name_h = mix64(name_h ^ c);
+          name_h = mix64((name_h | c) - (name_h & c));  // name_h ^ c
           nlen = nlen + 1;
         end
       end
