@@ -153,7 +153,11 @@ def test_leaking_harness_is_caught_by_the_shuffled_rerun(hs, certified, tmp_path
     seeds = hidden_seeds(hs, HIDDEN)
     run = run_stage(sim, leaky, hs, seeds, settle=True, design_text=hs.reference_text)
     assert run.mode == "one-at-a-time"
-    assert "the shuffled re-run gave" in run.reason and "every seed ran on its own" in run.reason
+    # This leak makes every seed after a batch's first run with the first one's arguments, so the
+    # shuffled re-run agrees with the batch when both start with the same seed (1 in 24 here);
+    # then the two lone seeds catch it.
+    assert "every seed ran on its own" in run.reason
+    assert "the shuffled re-run gave" in run.reason or "the seed alone gave" in run.reason, run.reason
     # Alone, the leaky runner is correct (one seed per process), and the fallback results are Icarus's.
     bi = Icarus().build(hs, {hs.editable: hs.reference_text}, tmp_path / "icarus")
     ref = run_stage(Icarus(), bi, hs, seeds, settle=True, design_text=hs.reference_text)
