@@ -623,9 +623,14 @@ class _BitHash:
             data = {p: xs for p, xs in conns.items() if dirs.get(p) != "output" and p != "S"}
             if c["type"] in BITWISE | {"$mux", "$bwmux"} and all(len(xs) == width for xs in data.values()):
                 # Bit idx of a bitwise cell depends only on bit idx of its data inputs (and on the
-                # whole select of a mux): hash those, so that the bits of a wide register whose
-                # next states are the same logic fall in one class.
-                sel = tuple(self(x, depth + 1) for x in conns.get("S", ()))
+                # whole select of a $mux; on bit idx of a $bwmux's select, which is per bit): hash
+                # those, so that the bits of a wide register whose next states are the same logic
+                # fall in one class -- and two toggles written through one indexed assignment
+                # (``t[k] <= ~t[k]``: one $bwmux selecting per bit) do not.
+                s_bits = conns.get("S", ())
+                if c["type"] == "$bwmux" and len(s_bits) == width:
+                    s_bits = (s_bits[idx],)
+                sel = tuple(self(x, depth + 1) for x in s_bits)
                 ins = tuple((p, self(xs[idx], depth + 1)) for p, xs in sorted(data.items()))
                 v = hash((c["type"], port, sel, ins))
             else:
