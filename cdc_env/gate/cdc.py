@@ -517,7 +517,7 @@ def flop_classes(a: Analysis) -> dict[int, int]:
         h = _BitHash(a, cls, memo)
         new = {}
         for cell, i, qb in bits:
-            data = tuple(h(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
+            data = tuple(h.function(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
                          for p in ("D", "AD", "EN") if (x := net.conn(cell, p)))
             new[qb] = hash((cls[qb], data))
         n = len(set(new.values()))
@@ -595,11 +595,200 @@ def _multi_driver_findings(net: Netlist) -> list[dict]:
     return out
 
 
+# Cells whose bits _BitHash.function evaluates (everything else is a leaf, by its structural hash).
+_TABLE_BITWISE = {"$not", "$pos", "$buf", "$and", "$or", "$xor", "$xnor", "$mux", "$bwmux"}
+_TABLE_SELECT = {"$demux", "$bmux"}
+_TABLE_REDUCE = {"$eq", "$ne", "$logic_not", "$logic_and", "$logic_or", "$reduce_and", "$reduce_or",
+                 "$reduce_xor", "$reduce_xnor", "$reduce_bool"}
+_TABLE_LEAVES = 10  # inputs of one truth table (2**10 rows)
+_TABLE_CELLS = 400  # bits evaluated for one truth table
+
+
 class _BitHash:
-    """A structural hash of a bit's combinational cone, flops taken by their class."""
+    """A structural hash of a bit's combinational cone, flops taken by their class; ``function``
+    hashes what the bit computes where the cone is small (its truth table)."""
 
     def __init__(self, a: Analysis, cls: dict, memo: dict):
         self.a, self.cls, self.memo = a, cls, memo
+        self.fmemo: dict = {}
+
+    def function(self, b) -> int:
+        """The hash of the Boolean function bit ``b`` computes from its leaves (flops by class,
+        ports, primitive outputs, cells not evaluated here by their structural hash), over the
+        leaves it really depends on: two bits that compute the same function are equal whatever
+        the logic's shape -- ``t[k] <= ~t[k]`` and ``t[0] <= k ? t[0] : ~t[0]`` alike (one
+        $bwmux per indexed write, selects that differ per bit). A cone too large for a table of
+        _TABLE_LEAVES inputs keeps the structural hash."""
+        if b in self.fmemo:
+            return self.fmemo[b]
+        v = self._table(b)
+        if v is None:
+            v = self(b)
+        self.fmemo[b] = v
+        return v
+
+    def _table(self, b) -> int | None:
+        net = self.a.net
+        leaves: dict[int, int] = {}  # leaf bit -> its hash
+        order: list = []  # evaluated bits, drivers first
+        seen: set = set()
+
+        def leaf(x) -> bool:
+            if x in self.cls:
+                return True
+            d = net.driver.get(x)
+            return (d is None or d[0] == "<port>" or d[0] in self.a.cell_dom
+                    or net.type(d[0]) not in _TABLE_BITWISE | _TABLE_SELECT | _TABLE_REDUCE
+                    or self._ins(x) is None)
+
+        def visit(x) -> bool:
+            stack = [(x, False)]
+            while stack:
+                y, done = stack.pop()
+                if not isinstance(y, int):
+                    if y not in ("0", "1"):
+                        return False
+                    continue
+                if done:
+                    order.append(y)
+                    continue
+                if y in seen:
+                    continue
+                seen.add(y)
+                if leaf(y):
+                    leaves[y] = self(y)
+                    if len(set(leaves.values())) > _TABLE_LEAVES:
+                        return False
+                    continue
+                if len(seen) > _TABLE_CELLS:
+                    return False
+                stack.append((y, True))
+                stack.extend((z, False) for zs in self._ins(y)[1] for z in zs)
+            return True
+
+        if not isinstance(b, int) or not visit(b) or b in leaves:
+            return None
+        # Leaf bits with one hash (flops of one class: assumed equal, as the refinement does) are
+        # one variable.
+        names = sorted(set(leaves.values()))
+        full = (1 << (1 << len(names))) - 1
+        var = {}
+        for j, h in enumerate(names):
+            period = 1 << j
+            block = ((1 << period) - 1) << period  # rows with bit j set, in one period of 2**(j+1)
+            m = 0
+            for k in range(0, 1 << len(names), 2 * period):
+                m |= block << k
+            var[h] = m & full
+        val: dict = {x: var[h] for x, h in leaves.items()}
+
+        def get(x) -> int:
+            return val[x] if isinstance(x, int) else (full if x == "1" else 0)
+
+        for y in order:
+            kind, ins = self._ins(y)
+            val[y] = self._eval(kind, [[get(x) for x in xs] for xs in ins], full)
+        tt = val[b]
+        # Only the leaves the function depends on name it.
+        used = [h for h in names if ((tt >> (1 << names.index(h))) & ~var[h] & full) != (tt & ~var[h] & full)]
+        if used != names:
+            keep = [names.index(h) for h in used]
+            rows = []
+            for r in range(1 << len(used)):
+                src = sum(1 << keep[j] for j in range(len(used)) if r >> j & 1)
+                rows.append((tt >> src) & 1)
+            tt = sum(bit << r for r, bit in enumerate(rows))
+        return hash(("tt", tuple(used), tt))
+
+    def _ins(self, y) -> tuple[str, list] | None:
+        """The operation of bit ``y`` and its input bit lists, or None when not evaluated here."""
+        net = self.a.net
+        cell, port, idx = net.driver[y]
+        c = net.cells[cell]
+        t, conns = c["type"], c["connections"]
+        if port != "Y":
+            return None
+        width = len(conns["Y"])
+        a, bb, sel = conns.get("A", []), conns.get("B", []), conns.get("S", [])
+        if t in _TABLE_BITWISE:
+            if len(a) != width or ("B" in conns and len(bb) != width):
+                return None
+            if t == "$mux":
+                return (t, [[a[idx]], [bb[idx]], sel]) if len(sel) == 1 else None
+            if t == "$bwmux":
+                return (t, [[a[idx]], [bb[idx]], [sel[idx]]]) if len(sel) == width else None
+            return (t, [[a[idx]], [bb[idx]]] if "B" in conns else [[a[idx]]])
+        if t in _TABLE_SELECT:
+            w = _int(c.get("parameters", {}).get("WIDTH", "0"))
+            if w <= 0 or len(sel) > 8:
+                return None
+            if t == "$demux":  # Y[k*W + i] = (S == k) ? A[i] : 0
+                if len(a) != w or width != w << len(sel):
+                    return None
+                return (f"$demux{idx // w}", [[a[idx % w]], sel])
+            if width != w or len(a) != w << len(sel):  # $bmux: Y[i] = A[S*W + i]
+                return None
+            return ("$bmux", [a[idx::w], sel])
+        if idx != 0:
+            return ("$zero", [])
+        if t in ("$eq", "$ne"):
+            return (t, [a, bb]) if len(a) == len(bb) else None
+        return (t, [a, bb] if "B" in conns else [a])
+
+    @staticmethod
+    def _eval(kind: str, ins: list, full: int) -> int:
+        def any_(xs):
+            r = 0
+            for x in xs:
+                r |= x
+            return r
+
+        if kind == "$zero":
+            return 0
+        if kind.startswith("$demux"):
+            k, r = int(kind[6:]), ins[0][0]
+            for j, sb in enumerate(ins[1]):
+                r &= sb if k >> j & 1 else ~sb & full
+            return r
+        if kind == "$bmux":
+            words = ins[0]
+            for sb in ins[1]:  # S bit 0 picks between neighbours, then pairs, ...
+                words = [(sb & hi) | (~sb & full & lo)
+                         for lo, hi in zip(words[0::2], words[1::2], strict=True)]
+            return words[0]
+        if kind in ("$not",):
+            return ~ins[0][0] & full
+        if kind in ("$pos", "$buf"):
+            return ins[0][0]
+        if kind in ("$and", "$or", "$xor", "$xnor"):
+            x, y = ins[0][0], ins[1][0]
+            r = x & y if kind == "$and" else x | y if kind == "$or" else x ^ y
+            return (~r & full) if kind == "$xnor" else r
+        if kind in ("$mux", "$bwmux"):
+            x, y, s = ins[0][0], ins[1][0], ins[2][0]
+            return (s & y) | (~s & full & x)
+        if kind in ("$eq", "$ne"):
+            r = full
+            for x, y in zip(ins[0], ins[1], strict=True):
+                r &= ~(x ^ y) & full
+            return r if kind == "$eq" else ~r & full
+        if kind in ("$reduce_or", "$reduce_bool"):
+            return any_(ins[0])
+        if kind == "$logic_not":
+            return ~any_(ins[0]) & full
+        if kind == "$logic_and":
+            return any_(ins[0]) & any_(ins[1])
+        if kind == "$logic_or":
+            return any_(ins[0]) | any_(ins[1])
+        if kind == "$reduce_and":
+            r = full
+            for x in ins[0]:
+                r &= x
+            return r
+        r = 0
+        for x in ins[0]:
+            r ^= x
+        return r if kind == "$reduce_xor" else ~r & full
 
     def __call__(self, b, depth: int = 0) -> int:
         net, cls, memo = self.a.net, self.cls, self.memo
