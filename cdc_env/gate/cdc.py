@@ -682,12 +682,14 @@ class _BitHash:
             var[h] = m & full
         val: dict = {x: var[h] for x, h in leaves.items()}
 
-        def get(x) -> int:
-            return val[x] if isinstance(x, int) else (full if x == "1" else 0)
-
         for y in order:
             kind, ins = self._ins(y)
-            val[y] = self._eval(kind, [[get(x) for x in xs] for xs in ins], full)
+            if any(isinstance(x, int) and x not in val for xs in ins for x in xs):
+                return None  # a combinational loop: no function (CDC-CLOCK refuses the loop)
+            val[y] = self._eval(kind, [[val[x] if isinstance(x, int) else (full if x == "1" else 0)
+                                        for x in xs] for xs in ins], full)
+        if b not in val:
+            return None
         tt = val[b]
         # Only the leaves the function depends on name it.
         used = [h for h in names if ((tt >> (1 << names.index(h))) & ~var[h] & full) != (tt & ~var[h] & full)]
