@@ -484,16 +484,49 @@ def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, ce
     return out
 
 
-def flop_classes(a: Analysis) -> dict[int, int]:
-    """Q bit -> class id, with two bits in one class when they always hold the same value: the
-    same kind of flop on the same clock and reset, and next-state functions that are the same
-    logic once equivalent flops are taken as one (partition refinement from the coarsest
-    partition, so registers with the same next-state loop -- two toggles of one request -- fall in
-    one class, which opt_merge alone cannot see)."""
+def _fan_in_flops(a: Analysis, roots) -> set[str]:
+    """The flops whose value can reach a bit of ``roots``: back through combinational cells and
+    through flops' D, AD and EN (what a flop's class is made of), to ports and primitives."""
     net = a.net
+    cells: set[str] = set()
+    seen: set = set()
+    work = [b for b in roots if isinstance(b, int)]
+    while work:
+        b = work.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        drv = net.driver.get(b)
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) in PRIM_OUT:
+            continue
+        cell = drv[0]
+        c = net.cells[cell]
+        if net.type(cell) in FLOPS:
+            if cell in cells:
+                continue
+            cells.add(cell)
+            ports = ("D", "AD", "EN")
+        elif cell in a.cell_dom:
+            continue
+        else:
+            dirs = c.get("port_directions", {})
+            ports = tuple(p for p in c["connections"] if dirs.get(p) != "output")
+        work.extend(x for p in ports for x in c["connections"].get(p, ()) if isinstance(x, int))
+    return cells
+
+
+def flop_classes(a: Analysis, roots=None) -> dict[int, int]:
+    """Q bit -> class id, with two bits in one class when they always hold the same value: the
+    same kind of flop on the same clock and reset, and next-state functions that compute the same
+    (_BitHash.function) once equivalent flops are taken as one (partition refinement from the
+    coarsest partition, so registers with the same next-state loop -- two toggles of one request
+    -- fall in one class, which opt_merge alone cannot see). With ``roots`` (bits), only the flops
+    that can reach them are classed: their classes depend on nothing else, so they are the same."""
+    net = a.net
+    keep = _fan_in_flops(a, roots) if roots is not None else None
     bits: list[tuple[str, int, int]] = []  # (cell, index, Q bit)
     for cell, dom in a.cell_dom.items():
-        if dom is None or net.type(cell) not in FLOPS:
+        if dom is None or net.type(cell) not in FLOPS or (keep is not None and cell not in keep):
             continue
         for i, qb in enumerate(net.conn(cell, "Q")):
             if isinstance(qb, int):
@@ -512,9 +545,10 @@ def flop_classes(a: Analysis) -> dict[int, int]:
 
     cls = {qb: hash(base(cell, i)) for cell, i, qb in bits}
     count = len(set(cls.values()))
+    progs: dict = {}
     for _round in range(64):
         memo: dict = {}
-        h = _BitHash(a, cls, memo)
+        h = _BitHash(a, cls, memo, progs)
         new = {}
         for cell, i, qb in bits:
             data = tuple(h.function(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
@@ -600,7 +634,7 @@ _TABLE_BITWISE = {"$not", "$pos", "$buf", "$and", "$or", "$xor", "$xnor", "$mux"
 _TABLE_SELECT = {"$demux", "$bmux"}
 _TABLE_REDUCE = {"$eq", "$ne", "$logic_not", "$logic_and", "$logic_or", "$reduce_and", "$reduce_or",
                  "$reduce_xor", "$reduce_xnor", "$reduce_bool"}
-_TABLE_LEAVES = 10  # inputs of one truth table (2**10 rows)
+_TABLE_LEAVES = 10  # leaf bits of one truth table (at most 2**10 rows)
 _TABLE_CELLS = 400  # bits evaluated for one truth table
 
 
@@ -608,9 +642,10 @@ class _BitHash:
     """A structural hash of a bit's combinational cone, flops taken by their class; ``function``
     hashes what the bit computes where the cone is small (its truth table)."""
 
-    def __init__(self, a: Analysis, cls: dict, memo: dict):
+    def __init__(self, a: Analysis, cls: dict, memo: dict, progs: dict | None = None):
         self.a, self.cls, self.memo = a, cls, memo
         self.fmemo: dict = {}
+        self.progs: dict = {} if progs is None else progs  # bit -> _program(bit), across rounds
 
     def function(self, b) -> int:
         """The hash of the Boolean function bit ``b`` computes from its leaves (flops by class,
@@ -627,69 +662,78 @@ class _BitHash:
         self.fmemo[b] = v
         return v
 
-    def _table(self, b) -> int | None:
+    def _program(self, b) -> tuple | None:
+        """What ``_table`` evaluates for bit ``b``, the same in every round: its leaf bits and its
+        steps (bit, operation, input bits), drivers first; None when the cone is too large, has a
+        loop or an X constant. Kept across rounds (``progs``)."""
         net = self.a.net
-        leaves: dict[int, int] = {}  # leaf bit -> its hash
-        order: list = []  # evaluated bits, drivers first
+        leaves: list = []
+        steps: list = []
         seen: set = set()
-
-        def leaf(x) -> bool:
-            if x in self.cls:
-                return True
-            d = net.driver.get(x)
-            return (d is None or d[0] == "<port>" or d[0] in self.a.cell_dom
-                    or net.type(d[0]) not in _TABLE_BITWISE | _TABLE_SELECT | _TABLE_REDUCE
-                    or self._ins(x) is None)
-
-        def visit(x) -> bool:
-            stack = [(x, False)]
-            while stack:
-                y, done = stack.pop()
-                if not isinstance(y, int):
-                    if y not in ("0", "1"):
-                        return False
-                    continue
-                if done:
-                    order.append(y)
-                    continue
-                if y in seen:
-                    continue
-                seen.add(y)
-                if leaf(y):
-                    leaves[y] = self(y)
-                    if len(set(leaves.values())) > _TABLE_LEAVES:
-                        return False
-                    continue
-                if len(seen) > _TABLE_CELLS:
-                    return False
-                stack.append((y, True))
-                stack.extend((z, False) for zs in self._ins(y)[1] for z in zs)
-            return True
-
-        if not isinstance(b, int) or not visit(b) or b in leaves:
+        done: set = set()
+        stack = [(b, False)]
+        while stack:
+            y, finished = stack.pop()
+            if not isinstance(y, int):
+                if y not in ("0", "1"):
+                    return None
+                continue
+            if finished:
+                kind, ins = self._ins(y)
+                if any(isinstance(x, int) and x not in done for xs in ins for x in xs):
+                    return None  # a combinational loop: no function (CDC-CLOCK refuses the loop)
+                steps.append((y, kind, ins))
+                done.add(y)
+                continue
+            if y in seen:
+                continue
+            seen.add(y)
+            d = net.driver.get(y)
+            ins = None
+            if not (y in self.cls or d is None or d[0] == "<port>" or d[0] in self.a.cell_dom
+                    or net.type(d[0]) not in _TABLE_BITWISE | _TABLE_SELECT | _TABLE_REDUCE):
+                ins = self._ins(y)
+            if ins is None:
+                leaves.append(y)
+                done.add(y)
+                if len(leaves) > _TABLE_LEAVES:
+                    return None
+                continue
+            if len(seen) > _TABLE_CELLS:
+                return None
+            stack.append((y, True))
+            stack.extend((z, False) for zs in ins[1] for z in zs)
+        if b in leaves:
             return None
+        return leaves, steps
+
+    def _table(self, b) -> int | None:
+        if not isinstance(b, int):
+            return None
+        if b not in self.progs:
+            self.progs[b] = self._program(b)
+        prog = self.progs[b]
+        if prog is None:
+            return None
+        leaf_bits, steps = prog
+        leaves = {x: self(x) for x in leaf_bits}
         # Leaf bits with one hash (flops of one class: assumed equal, as the refinement does) are
         # one variable.
         names = sorted(set(leaves.values()))
-        full = (1 << (1 << len(names))) - 1
+        n = len(names)
+        full = (1 << (1 << n)) - 1
         var = {}
         for j, h in enumerate(names):
             period = 1 << j
             block = ((1 << period) - 1) << period  # rows with bit j set, in one period of 2**(j+1)
             m = 0
-            for k in range(0, 1 << len(names), 2 * period):
+            for k in range(0, 1 << n, 2 * period):
                 m |= block << k
             var[h] = m & full
         val: dict = {x: var[h] for x, h in leaves.items()}
-
-        for y in order:
-            kind, ins = self._ins(y)
-            if any(isinstance(x, int) and x not in val for xs in ins for x in xs):
-                return None  # a combinational loop: no function (CDC-CLOCK refuses the loop)
+        for y, kind, ins in steps:
             val[y] = self._eval(kind, [[val[x] if isinstance(x, int) else (full if x == "1" else 0)
                                         for x in xs] for xs in ins], full)
-        if b not in val:
-            return None
         tt = val[b]
         # Only the leaves the function depends on name it.
         used = [h for h in names if ((tt >> (1 << names.index(h))) & ~var[h] & full) != (tt & ~var[h] & full)]
@@ -943,7 +987,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     out.extend(_reset_findings(a, resets))
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
     # of equivalent registers counting as one.
-    classes = flop_classes(a)
+    classes = flop_classes(a, [b for srcs in by_dest.values() for b in srcs])
     for dst, srcs in by_dest.items():
         merged: dict = {}
         for src, uses in srcs.items():
