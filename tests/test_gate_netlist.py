@@ -534,3 +534,27 @@ def test_copies_written_through_one_variable_index_are_still_redundant():
                                      "begin tog_q[evt_kind_i] <= ~tog_q[evt_kind_i]; "
                                      "tog_q[!evt_kind_i] <= ~tog_q[!evt_kind_i]; end")
     assert "CDC-REDUNDANT" in rules(copies, EVT)
+
+
+def test_copies_made_by_different_logic_of_the_same_value_are_redundant():
+    """Copy k of the ack is (ack & m_k) | (ack & ~m_k), m_k a different live bit: always the ack,
+    never the same logic. The structural classes saw two values (fixture
+    cdc-redundant-copies-live-identity passed the gate); the truth table sees one."""
+    text = REF.replace("  reg  ack_q;      // the request toggle acknowledged (a level)",
+                       "  reg  ack_q;      // the request toggle acknowledged (a level)\n"
+                       "  reg  [1:0] m_q;\n  reg  [1:0] ackc_q;")
+    text = text.replace("      served_o <= 1'b0;\n      if (req_s != seen_q) begin",
+                        "      served_o <= 1'b0;\n      m_q <= m_q + 2'd1;\n"
+                        "      ackc_q[0] <= (ack_q & m_q[0]) | (ack_q & ~m_q[0]);\n"
+                        "      ackc_q[1] <= (ack_q & m_q[1]) | (ack_q & ~m_q[1]);\n"
+                        "      if (req_s != seen_q) begin")
+    text = text.replace("      seen_q   <= 1'b0;\n", "      seen_q   <= 1'b0;\n      m_q <= 2'd0;\n"
+                        "      ackc_q <= 2'd0;\n")
+    sync = ("  cdc_sync_bit u_ack{k} (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ackc_q[{k}]), "
+            ".q_o(ack_v[{k}]));\n")
+    text = text.replace("  cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), "
+                        ".q_o(ack_s));",
+                        "  wire [1:0] ack_v;\n" + sync.format(k=0) + sync.format(k=1)
+                        + "  assign ack_s = |ack_v;")
+    assert text.count("ackc_q") == 6 and "m_q <= 2'd0" in text, "the reference fix changed"
+    assert "CDC-REDUNDANT" in rules(text), gate(text).findings
