@@ -20,7 +20,12 @@ reach; with the model off every defect passes. The testbench (``testbench_text``
 it), at times drawn per seed and unrelated to either clock, and checks, 1 ps after each edge of a
 domain's clock, that its machine's output is the reset state while ``arst_ni`` is low (or still
 being released) and otherwise steps to its successor every cycle, and that it leaves reset within
-``LEAVE_MAX`` cycles of a release.
+``LEAVE_MAX`` cycles of a release. ``peer_up_o`` (one domain reports that the other, ``dom``, is
+out of reset) must not rise before ``dom``'s clock has had ``UP_EDGES`` edge after a release
+(hidden seeds, where that clock also stops for up to ``PAUSE_MAX`` slow cycles from the first
+release on, so that a fixed wait on the reporting domain's own clock fails; the other domain's
+samples meanwhile do not count towards its ``LEAVE_MAX``, so a reset sequence may wait for
+``dom``) and must rise within ``UP_MAX`` of the reporting domain's cycles after that.
 
 Every output is a pure function of ``RstParams`` (text only, no time, no randomness); variants
 are listed in ``VARIANTS``; ``python3 -c "from cdc_env import resetfam; resetfam.write_all()"``
@@ -41,7 +46,11 @@ SHAPES = ("raw", "wrong", "rdc")
 # Own-clock samples after a release by which a machine must have left its reset state: a reset
 # synchronized on the other clock (4 times slower at most) takes up to 3 of its edges.
 LEAVE_MAX = 16
-UP_MAX = 40  # peer_up_o rises within this many of its own clock's edges after a release
+UP_MAX = 40  # peer_up_o rises within this many of its own clock's edges once it may
+UP_EDGES = 1  # ... that is, once the reported domain's clock has had this many edges after a release
+# Hidden seeds: the reported domain's clock stops for up to this many slow cycles right after the
+# first release, so only a crossing from that domain can tell when it is out of reset.
+PAUSE_MAX = 96
 
 
 @dataclass(frozen=True)
@@ -145,9 +154,14 @@ def _up_block(p: RstParams) -> str:
 
 def _tb_up(p: RstParams) -> str:
     """The checks of peer_up_o, inside the sampler of its domain (one always block per domain, so
-    the trace hash folds in the same order on every simulator)."""
-    o = _other(p.dom)
-    return f"""    // peer_up_o (domain {o}): domain {p.dom} is out of reset.
+    the trace hash folds in the same order on every simulator). ``up_edges`` is the count of the
+    reported domain's clock edges since the latest release, as it was at this sample's own edge."""
+    d, o = p.dom, _other(p.dom)
+    early = (f"peer_up_o rose before clk_{d}_i had a rising edge after arst_ni rose: "
+             f"domain {d} cannot be out of reset yet")
+    late = (f"peer_up_o did not rise within {UP_MAX} clk_{o} cycles of clk_{d}_i's first edge "
+            "after arst_ni rose")
+    return f"""    // peer_up_o (domain {o}): domain {d} is out of reset.
     `CDC_FOLD({{32'd3, 31'd0, peer_up_o}})
     if (peer_up_o !== 1'b0 && peer_up_o !== 1'b1) tb_fail("X or Z on an output: peer_up_o");
     if (!arst_n || asserted_up) begin
@@ -155,11 +169,15 @@ def _tb_up(p: RstParams) -> str:
       asserted_up = 1'b0;
       up_seen = 1'b0;
       up_wait = 32'd0;
-    end else if (peer_up_o) up_seen = 1'b1;
-    else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
-    else begin
+    end else if (peer_up_o) begin
+      // Hidden checks: domain {d} is out of reset only once its own clock has released its reset.
+      if (gray_check_on && up_edges < {UP_EDGES})
+        tb_fail("{early}");
+      up_seen = 1'b1;
+    end else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
+    else if (up_edges == {UP_EDGES}) begin
       up_wait = up_wait + 32'd1;
-      if (up_wait > {UP_MAX}) tb_fail("peer_up_o did not rise within {UP_MAX} clk_{o} cycles of a release");
+      if (up_wait > {UP_MAX}) tb_fail("{late}");
     end
 """
 
@@ -208,11 +226,22 @@ module {p.module} (
 """
 
 
+def _clk(p: RstParams, d: str) -> str:
+    """The testbench's name of the clock the design gets as clk_<d>_i (the reported domain's may
+    stop, on hidden seeds)."""
+    return f"clk_{d}_g" if d == p.dom else f"clk_{d}"
+
+
 def _tb_domain(p: RstParams, d: str) -> str:
     m = p.machine(d)
     w = m.width
     nxt = m.nxt.replace("q", f"prev_{d}")
     first = m.nxt.replace("q", f"rv_{d}")
+    # The peer_up_o sampler notes, at its own edge (never a time of the other clock's edges), how
+    # many edges the reported domain's clock has had since the latest release.
+    snap = f"    up_edges = edges_{p.dom};\n" if d != p.dom else ""
+    # While the other domain's clock is stopped, this domain may wait for it (a reset sequence).
+    hold = f"hold_{p.dom} ? 32'd0 : " if d != p.dom else ""
     return f"""
   // Domain {d}: {m.what} on {p.out(d)}, sampled 2 ps after each clk_{d} edge (an odd time: arst_n
   // changes at even times only, so a sample never shares a time step with it).
@@ -220,8 +249,8 @@ def _tb_domain(p: RstParams, d: str) -> str:
   reg [{w - 1}:0] rv_{d} = {m.reset};  // the reset state, as a variable (its successor below)
   reg        seen_{d} = 1'b0;     // a sample was taken since checking began
   reg [31:0] wait_{d} = 32'd0;    // samples in the reset state since the latest release
-  always @(posedge clk_{d}) if (on && !run_over) begin
-    #2;
+  always @(posedge {_clk(p, d)}) if (on && !run_over) begin
+{snap}    #2;
     `CDC_FOLD({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}})  // fold, note_check in place
     `CDC_NOTE_CHECK
     if ((^{p.out(d)}) === 1'bx) tb_fail("X or Z on an output: {p.out(d)}");
@@ -240,7 +269,7 @@ def _tb_domain(p: RstParams, d: str) -> str:
       wait_{d} = ({p.out(d)} === {m.reset}) ? 32'd0 : {LEAVE_MAX};
     end else if (seen_{d}) begin
       if ({p.out(d)} === {m.reset} && prev_{d} === {m.reset} && wait_{d} < {LEAVE_MAX}) begin
-        wait_{d} = wait_{d} + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
+        wait_{d} = {hold}wait_{d} + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
       end else if ({p.out(d)} !== {nxt}) begin
         $sformat(msg, "{p.out(d)} went from %b to %b: not the {m.what}'s next state (t=%0d)",
                  prev_{d}, {p.out(d)}, $time);
@@ -263,7 +292,12 @@ def testbench_text(p: RstParams) -> str:
 // domain's clock once the first release is done: the output is the machine's reset state while
 // arst_n is low; after an assertion it is the reset state or, when the release came before the
 // sample, its successor; otherwise it holds the reset state for at most {LEAVE_MAX} samples after
-// a release and then steps to its successor on every sample; X or Z fails.
+// a release and then steps to its successor on every sample; X or Z fails. peer_up_o is low while
+// arst_n is low, never falls while it is high, and rises within {UP_MAX} of its own clock's cycles
+// once clk_{p.dom} has had a rising edge after a release. Hidden seeds (+cdc_gray_check=1) also stop
+// clk_{p.dom} for a while from the first release on (domain {_other(p.dom)}'s samples meanwhile do not count
+// towards its {LEAVE_MAX}) and fail a peer_up_o that rises before that edge: only a crossing from
+// domain {p.dom} can know that it has left reset.
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR rst_tb
 module rst_tb;
@@ -273,7 +307,11 @@ module rst_tb;
   reg        asserted_a = 1'b0, asserted_b = 1'b0;  // arst_n fell since the domain's latest sample
   reg        asserted_up = 1'b0;
   reg        up_seen = 1'b0;     // peer_up_o rose since the latest release
-  reg [31:0] up_wait = 32'd0;    // samples since the latest release without peer_up_o
+  reg [31:0] up_wait = 32'd0;    // samples without peer_up_o since domain {p.dom} could leave reset
+  reg [1:0]  edges_{p.dom} = 2'd0;    // clk_{p.dom} edges (saturating) since the latest release
+  reg [1:0]  up_edges = 2'd0;    // edges_{p.dom} at peer_up_o's sampler's latest edge
+  reg        hold_{p.dom} = 1'b0;     // clk_{p.dom} is stopped (hidden seeds, after the first release)
+  reg [63:0] pause;
   reg [31:0] rng_r;
   reg [31:0] pulses;
   reg [63:0] slow, gap;
@@ -283,8 +321,12 @@ module rst_tb;
   wire [{p.machine("b").width - 1}:0] {p.out("b")};
   wire       peer_up_o;
 
+  // The design's clk_{p.dom}_i: clk_{p.dom}, held low while hold_{p.dom} is set (it changes only while
+  // clk_{p.dom} is low, never in an edge's time step, so the gated clock never has a short pulse).
+  wire       clk_{p.dom}_g = clk_{p.dom} & ~hold_{p.dom};
+
   {p.module} dut (
-    .clk_a_i(clk_a), .clk_b_i(clk_b), .arst_ni(arst_n),
+    .clk_a_i({_clk(p, "a")}), .clk_b_i({_clk(p, "b")}), .arst_ni(arst_n),
     .{p.out("a")}({p.out("a")}), .{p.out("b")}({p.out("b")}), .peer_up_o(peer_up_o)
   );
 
@@ -292,7 +334,11 @@ module rst_tb;
     asserted_a = 1'b1;
     asserted_b = 1'b1;
     asserted_up = 1'b1;
+    edges_{p.dom} = 2'd0;
   end
+  // Edges of the design's clk_{p.dom}_i since the latest release (odd times: arst_n never changes then).
+  always @(posedge clk_{p.dom}_g)
+    if (arst_n && edges_{p.dom} != 2'd{UP_EDGES}) edges_{p.dom} = edges_{p.dom} + 2'd1;
 
   // A delay in [lo, lo + span) picoseconds, even (releases and assertions never share a clock edge's time).
   function [63:0] draw(input [63:0] lo, input [63:0] span);
@@ -312,6 +358,17 @@ module rst_tb;
     #(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) - T_RST_ASSERT + draw(0, 2 * slow));
     arst_n = 1'b1;
     on = 1'b1;
+    if (gray_check_on) begin
+      // Hidden seeds: clk_{p.dom} stops for a drawn 0 to {PAUSE_MAX} slow cycles right at this release
+      // (a clock that starts late); meanwhile domain {_other(p.dom)} may stay in reset (waiting for it).
+      pause = draw(0, {PAUSE_MAX} * slow);
+      if (pause != 64'd0) begin
+        if (clk_{p.dom}) @(negedge clk_{p.dom}) #1;  // no rising edge after the release before it stops
+        hold_{p.dom} = 1'b1;
+        #(pause);
+        @(negedge clk_{p.dom}) #1 hold_{p.dom} = 1'b0;
+      end
+    end
     gap = (t_end - $time) / (pulses + 1);
     for (k = 0; k < pulses; k = k + 1) begin
       #(draw(gap / 2, gap / 4));  // run, then assert
@@ -334,6 +391,7 @@ def bug_report(p: RstParams) -> str:
     m = p.machine(p.dom)
     out = p.out(p.dom)
     ma, mb = p.machine("a"), p.machine("b")
+    d, o = p.dom, _other(p.dom)
     return f"""# Bug report: {p.module} wakes up from reset in an impossible state
 
 **Design.** `{p.module}` has two clock domains, `clk_a_i` and `clk_b_i`, and one reset input,
@@ -349,10 +407,13 @@ and ordinary simulation never shows it.
 (`{p.out("a")}` = {ma.reset}, `{p.out("b")}` = {mb.reset}), from the moment it falls. After `arst_ni`
 rises, each machine stays in its reset state for at most {LEAVE_MAX} cycles of its own clock and
 from then on takes its next state on every cycle of its own clock: it never shows any other
-state. `peer_up_o` (domain {_other(p.dom)}: domain {p.dom} is out of reset) is low while `arst_ni` is low,
-rises within {UP_MAX} cycles of `clk_{_other(p.dom)}_i` after `arst_ni` rises and does not fall while
-`arst_ni` stays high. No output is ever X or Z. The port list and the meaning of every port stay
-as they are. Both clocks may be anywhere
+state. `clk_{d}_i` may stop for a while right after a release (a clock that starts late); cycles of
+`clk_{o}_i` while it is stopped do not count, so domain {o} may wait for domain {d}.
+`peer_up_o` (domain {o}: domain {d} is out of reset) is low while `arst_ni` is low and does not
+fall while `arst_ni` stays high. After `arst_ni` rises it says that domain {d} has left reset, which
+only domain {d}'s own clock decides: it never rises before `clk_{d}_i` has had a rising edge after
+`arst_ni` rises, and then rises within {UP_MAX} cycles of `clk_{o}_i`. No output is ever X or Z.
+The port list and the meaning of every port stay as they are. Both clocks may be anywhere
 from equal to 4:1 (either side faster), with any phase.
 
 **What you may change.** Only `{p.module}.v`. Every flop's asynchronous reset must be released in

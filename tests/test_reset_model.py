@@ -192,6 +192,35 @@ def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Pa
     assert out[-1].startswith("LAST recovery at t="), out[-1]
 
 
+STOPPED_CLOCK_TB = RECOVERY_TB.replace(
+    "always #100 clk = ~clk;", "reg stop = 1'b0;\n  always #100 if (!stop) clk = ~clk;"
+).replace(
+    "      @(posedge clk); @(negedge clk);\n      #(100 - d) rst_n = 1'b1;",
+    # in reset: the clock stops low for 50 periods between two edges, then runs again
+    "      @(negedge clk); stop = 1'b1; #10000 stop = 1'b0;\n"
+    "      @(posedge clk); @(negedge clk);\n      #(100 - d) rst_n = 1'b1;",
+)
+
+
+@needs_icarus
+def test_a_clock_that_stops_in_reset_does_not_widen_the_window(tmp_path: Path) -> None:
+    """The period is the shortest interval between two edges in reset: a clock stopped for 50
+    periods while the flop is in reset does not make a release 60 ps before the edge (not close:
+    8 * 60 >= 200) close, so only the 10 ps releases report (the reset family stops a clock)."""
+    assert STOPPED_CLOCK_TB != RECOVERY_TB and "stop = 1'b1" in STOPPED_CLOCK_TB
+    (tmp_path / "rec_tb.v").write_text(STOPPED_CLOCK_TB)
+    r = subprocess.run(["iverilog", "-g2012", "-s", "rec_tb", "-o", "rec.vvp", "rec_tb.v",
+                        *map(str, paths.primitive_files())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = subprocess.run(["vvp", "-n", "rec.vvp", "+cdc_settle=1", "+cdc_settle_key=3"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120).stdout.splitlines()
+    rel = [tuple(map(int, ln.split()[1:])) for ln in out if ln.startswith("REL")]
+    assert len(rel) == 40
+    steps = [(d, n - (rel[i - 1][1] if i else 0)) for i, (d, n) in enumerate(rel)]
+    assert all(s == (1 if d == 10 else 0) for d, s in steps), steps
+
+
 def test_the_simulated_netlist_carries_the_model_and_the_rules_see_the_cells() -> None:
     from cdc_env.gate import run_gate
     from cdc_env.task import load_task

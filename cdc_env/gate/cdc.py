@@ -930,8 +930,12 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 if not isinstance(b, int):
                     continue
                 drv = net.driver.get(b)
-                if drv is not None and drv[0] in a.cell_dom and net.type(drv[0]) in FLOPS:
-                    sdom = a.cell_dom[drv[0]]
+                # A source register: a flop of a domain, or a cdc_sync_reset's rst_no (the Q of its
+                # second flop, clocked by its clk_i: released on that clock, asserted with its reset
+                # like any asynchronously reset flop).
+                sdom = (a.cell_dom[drv[0]] if drv is not None and drv[0] in a.cell_dom
+                        and net.type(drv[0]) in FLOPS else _sync_reset_dom(a, b))
+                if sdom is not None:
                     if sdom == dst:
                         msg = (f"{t} '{cell}' synchronizes '{net.name(b)}', a register of its own "
                                f"destination domain {dst}: nothing crosses; remove the synchronizer")

@@ -6,7 +6,12 @@
 // domain's clock once the first release is done: the output is the machine's reset state while
 // arst_n is low; after an assertion it is the reset state or, when the release came before the
 // sample, its successor; otherwise it holds the reset state for at most 16 samples after
-// a release and then steps to its successor on every sample; X or Z fails.
+// a release and then steps to its successor on every sample; X or Z fails. peer_up_o is low while
+// arst_n is low, never falls while it is high, and rises within 40 of its own clock's cycles
+// once clk_a has had a rising edge after a release. Hidden seeds (+cdc_gray_check=1) also stop
+// clk_a for a while from the first release on (domain b's samples meanwhile do not count
+// towards its 16) and fail a peer_up_o that rises before that edge: only a crossing from
+// domain a can know that it has left reset.
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR rst_tb
 module rst_tb;
@@ -16,7 +21,11 @@ module rst_tb;
   reg        asserted_a = 1'b0, asserted_b = 1'b0;  // arst_n fell since the domain's latest sample
   reg        asserted_up = 1'b0;
   reg        up_seen = 1'b0;     // peer_up_o rose since the latest release
-  reg [31:0] up_wait = 32'd0;    // samples since the latest release without peer_up_o
+  reg [31:0] up_wait = 32'd0;    // samples without peer_up_o since domain a could leave reset
+  reg [1:0]  edges_a = 2'd0;    // clk_a edges (saturating) since the latest release
+  reg [1:0]  up_edges = 2'd0;    // edges_a at peer_up_o's sampler's latest edge
+  reg        hold_a = 1'b0;     // clk_a is stopped (hidden seeds, after the first release)
+  reg [63:0] pause;
   reg [31:0] rng_r;
   reg [31:0] pulses;
   reg [63:0] slow, gap;
@@ -26,8 +35,12 @@ module rst_tb;
   wire [3:0] count_b_o;
   wire       peer_up_o;
 
+  // The design's clk_a_i: clk_a, held low while hold_a is set (it changes only while
+  // clk_a is low, never in an edge's time step, so the gated clock never has a short pulse).
+  wire       clk_a_g = clk_a & ~hold_a;
+
   ring_pair dut (
-    .clk_a_i(clk_a), .clk_b_i(clk_b), .arst_ni(arst_n),
+    .clk_a_i(clk_a_g), .clk_b_i(clk_b), .arst_ni(arst_n),
     .ring_a_o(ring_a_o), .count_b_o(count_b_o), .peer_up_o(peer_up_o)
   );
 
@@ -35,7 +48,11 @@ module rst_tb;
     asserted_a = 1'b1;
     asserted_b = 1'b1;
     asserted_up = 1'b1;
+    edges_a = 2'd0;
   end
+  // Edges of the design's clk_a_i since the latest release (odd times: arst_n never changes then).
+  always @(posedge clk_a_g)
+    if (arst_n && edges_a != 2'd1) edges_a = edges_a + 2'd1;
 
   // A delay in [lo, lo + span) picoseconds, even (releases and assertions never share a clock edge's time).
   function [63:0] draw(input [63:0] lo, input [63:0] span);
@@ -55,6 +72,17 @@ module rst_tb;
     #(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) - T_RST_ASSERT + draw(0, 2 * slow));
     arst_n = 1'b1;
     on = 1'b1;
+    if (gray_check_on) begin
+      // Hidden seeds: clk_a stops for a drawn 0 to 96 slow cycles right at this release
+      // (a clock that starts late); meanwhile domain b may stay in reset (waiting for it).
+      pause = draw(0, 96 * slow);
+      if (pause != 64'd0) begin
+        if (clk_a) @(negedge clk_a) #1;  // no rising edge after the release before it stops
+        hold_a = 1'b1;
+        #(pause);
+        @(negedge clk_a) #1 hold_a = 1'b0;
+      end
+    end
     gap = (t_end - $time) / (pulses + 1);
     for (k = 0; k < pulses; k = k + 1) begin
       #(draw(gap / 2, gap / 4));  // run, then assert
@@ -70,7 +98,7 @@ module rst_tb;
   reg [3:0] rv_a = 4'b0001;  // the reset state, as a variable (its successor below)
   reg        seen_a = 1'b0;     // a sample was taken since checking began
   reg [31:0] wait_a = 32'd0;    // samples in the reset state since the latest release
-  always @(posedge clk_a) if (on && !run_over) begin
+  always @(posedge clk_a_g) if (on && !run_over) begin
     #2;
     `CDC_FOLD({32'd1, 28'd0, ring_a_o})  // fold, note_check in place
     `CDC_NOTE_CHECK
@@ -109,6 +137,7 @@ module rst_tb;
   reg        seen_b = 1'b0;     // a sample was taken since checking began
   reg [31:0] wait_b = 32'd0;    // samples in the reset state since the latest release
   always @(posedge clk_b) if (on && !run_over) begin
+    up_edges = edges_a;
     #2;
     `CDC_FOLD({32'd2, 28'd0, count_b_o})  // fold, note_check in place
     `CDC_NOTE_CHECK
@@ -128,7 +157,7 @@ module rst_tb;
       wait_b = (count_b_o === 4'd3) ? 32'd0 : 16;
     end else if (seen_b) begin
       if (count_b_o === 4'd3 && prev_b === 4'd3 && wait_b < 16) begin
-        wait_b = wait_b + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
+        wait_b = hold_a ? 32'd0 : wait_b + 32'd1;  // still leaving reset: a synchronized release takes 2-3 edges
       end else if (count_b_o !== prev_b + 4'd1) begin
         $sformat(msg, "count_b_o went from %b to %b: not the counter's next state (t=%0d)",
                  prev_b, count_b_o, $time);
@@ -146,11 +175,15 @@ module rst_tb;
       asserted_up = 1'b0;
       up_seen = 1'b0;
       up_wait = 32'd0;
-    end else if (peer_up_o) up_seen = 1'b1;
-    else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
-    else begin
+    end else if (peer_up_o) begin
+      // Hidden checks: domain a is out of reset only once its own clock has released its reset.
+      if (gray_check_on && up_edges < 1)
+        tb_fail("peer_up_o rose before clk_a_i had a rising edge after arst_ni rose: domain a cannot be out of reset yet");
+      up_seen = 1'b1;
+    end else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
+    else if (up_edges == 1) begin
       up_wait = up_wait + 32'd1;
-      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_b cycles of a release");
+      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_b cycles of clk_a_i's first edge after arst_ni rose");
     end
   end
 

@@ -11,10 +11,10 @@
 // Behaviour modelled (the late-release model; tasks/common/CONTRACT.md, "Reset release"):
 //   * A flop's asynchronous reset asserts at once, whatever the clock.
 //   * A release (deassertion) is "close" to the flop's next active clock edge at time t when it
-//     happened at time r < t with 8 * (t - r) < P, P being the flop's clock period (measured
-//     from two consecutive active edges while the flop was in reset; the task clocks are
-//     free-running: no release is close before the period is known): within one eighth of a
-//     period before the edge.
+//     happened at time r < t with 8 * (t - r) < P, P being the flop's clock period (the shortest
+//     interval between two consecutive active edges while the flop was in reset: a clock may stop
+//     for a while, but never runs faster than its period; no release is close before the period
+//     is known): within one eighth of a period before the edge.
 //     A release in the time step of an edge (r == t: a reset synchronizer of the flop's own
 //     clock releases in the nonblocking region of that edge) comes after that edge and is never
 //     close to the next one. The window is an eighth of a period so that a release a quarter
@@ -123,7 +123,9 @@ module cdc_arst_ff #(
       // A trigger while the reset was already asserted is a clock edge (an assertion always
       // follows a release, which clears in_rst): two in one reset measure the clock period.
       if (in_rst) begin
-        if (last_ok) begin
+        // The shortest interval seen: a clock that stops for a while (the reset family stops one
+        // after a release) only lengthens an interval, so the period is never over-estimated.
+        if (last_ok && (!per_ok || $time - last_t < period)) begin
           period = $time - last_t;
           per_ok = 1'b1;
         end
