@@ -484,3 +484,77 @@ def test_an_asynchronous_load_that_does_not_change_on_its_release_is_no_recovery
     assert held, v
     assert not re.fullmatch(r"\d+'h0", held.group(2).strip()), held.group(0)
     assert v.count(" === ") >= 4
+
+
+# ----- $bwmux: a write through a variable index -----
+EVT = load_task("event")
+INDEXED_TOGGLES = """module evt_top (
+  input  wire clk_a_i, input wire rst_a_ni, input wire clk_b_i, input wire rst_b_ni,
+  input  wire evt_i, input wire evt_kind_i,
+  output reg [15:0] data_cnt_o, output reg [15:0] mark_cnt_o
+);
+  reg [1:0] tog_q;
+  always @(posedge clk_a_i or negedge rst_a_ni)
+    if (!rst_a_ni) tog_q <= 2'b00;
+    else if (evt_i) tog_q[evt_kind_i] <= ~tog_q[evt_kind_i];
+  wire [1:0] tog_s; reg [1:0] seen_q;
+  cdc_sync_bus #(.WIDTH(2)) u_tog (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(tog_q), .q_o(tog_s));
+  always @(posedge clk_b_i or negedge rst_b_ni)
+    if (!rst_b_ni) begin seen_q <= 2'b00; data_cnt_o <= 16'd0; mark_cnt_o <= 16'd0; end
+    else begin
+      seen_q <= tog_s;
+      if (tog_s[0] ^ seen_q[0]) data_cnt_o <= data_cnt_o + 16'd1;
+      if (tog_s[1] ^ seen_q[1]) mark_cnt_o <= mark_cnt_o + 16'd1;
+    end
+endmodule
+"""
+
+
+def test_toggles_written_through_one_variable_index_are_not_one_value():
+    """``tog_q[kind] <= ~tog_q[kind]`` is one $bwmux whose select differs per bit (kind == 0 for
+    bit 0, kind == 1 for bit 1): two different toggles, not copies. The flop-class hash took the
+    whole select for every bit and called them redundant (fixture ok-evt-indexed-toggle-bus)."""
+    res = gate(INDEXED_TOGGLES, EVT)
+    assert {f["rule"] for f in res.findings} == set(), res.findings
+
+
+def test_a_bitwise_mux_reaches_the_simulators_as_gates():
+    """write_verilog prints a $bwmux as an instance of a module no simulator has: a variable-index
+    write failed to build (compile_error) after the gate had passed it (fixture
+    ok-evt-counter-bank-indexed). The simulated netlist has the same function in gates."""
+    res = gate(INDEXED_TOGGLES, EVT)
+    assert res.status == "pass"
+    assert "$bwmux" not in res.netlist["verilog"] and "bwmux" not in res.netlist["verilog"]
+
+
+def test_copies_written_through_one_variable_index_are_still_redundant():
+    """Both bits toggled on every event, each through its own indexed write (two $bwmux, selects
+    that differ per bit): the same function of the same flops, so copies -- whatever the shape."""
+    copies = INDEXED_TOGGLES.replace("tog_q[evt_kind_i] <= ~tog_q[evt_kind_i];",
+                                     "begin tog_q[evt_kind_i] <= ~tog_q[evt_kind_i]; "
+                                     "tog_q[!evt_kind_i] <= ~tog_q[!evt_kind_i]; end")
+    assert "CDC-REDUNDANT" in rules(copies, EVT)
+
+
+def test_copies_made_by_different_logic_of_the_same_value_are_redundant():
+    """Copy k of the ack is (ack & m_k) | (ack & ~m_k), m_k a different live bit: always the ack,
+    never the same logic. The structural classes saw two values (fixture
+    cdc-redundant-copies-live-identity passed the gate); the truth table sees one."""
+    text = REF.replace("  reg  ack_q;      // the request toggle acknowledged (a level)",
+                       "  reg  ack_q;      // the request toggle acknowledged (a level)\n"
+                       "  reg  [1:0] m_q;\n  reg  [1:0] ackc_q;")
+    text = text.replace("      served_o <= 1'b0;\n      if (req_s != seen_q) begin",
+                        "      served_o <= 1'b0;\n      m_q <= m_q + 2'd1;\n"
+                        "      ackc_q[0] <= (ack_q & m_q[0]) | (ack_q & ~m_q[0]);\n"
+                        "      ackc_q[1] <= (ack_q & m_q[1]) | (ack_q & ~m_q[1]);\n"
+                        "      if (req_s != seen_q) begin")
+    text = text.replace("      seen_q   <= 1'b0;\n", "      seen_q   <= 1'b0;\n      m_q <= 2'd0;\n"
+                        "      ackc_q <= 2'd0;\n")
+    sync = ("  cdc_sync_bit u_ack{k} (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ackc_q[{k}]), "
+            ".q_o(ack_v[{k}]));\n")
+    text = text.replace("  cdc_sync_bit u_ack_sync (.clk_i(clk_a_i), .rst_ni(rst_a_ni), .d_i(ack_q), "
+                        ".q_o(ack_s));",
+                        "  wire [1:0] ack_v;\n" + sync.format(k=0) + sync.format(k=1)
+                        + "  assign ack_s = |ack_v;")
+    assert text.count("ackc_q") == 6 and "m_q <= 2'd0" in text, "the reference fix changed"
+    assert "CDC-REDUNDANT" in rules(text), gate(text).findings

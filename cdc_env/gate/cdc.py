@@ -484,16 +484,49 @@ def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, ce
     return out
 
 
-def flop_classes(a: Analysis) -> dict[int, int]:
-    """Q bit -> class id, with two bits in one class when they always hold the same value: the
-    same kind of flop on the same clock and reset, and next-state functions that are the same
-    logic once equivalent flops are taken as one (partition refinement from the coarsest
-    partition, so registers with the same next-state loop -- two toggles of one request -- fall in
-    one class, which opt_merge alone cannot see)."""
+def _fan_in_flops(a: Analysis, roots) -> set[str]:
+    """The flops whose value can reach a bit of ``roots``: back through combinational cells and
+    through flops' D, AD and EN (what a flop's class is made of), to ports and primitives."""
     net = a.net
+    cells: set[str] = set()
+    seen: set = set()
+    work = [b for b in roots if isinstance(b, int)]
+    while work:
+        b = work.pop()
+        if b in seen:
+            continue
+        seen.add(b)
+        drv = net.driver.get(b)
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) in PRIM_OUT:
+            continue
+        cell = drv[0]
+        c = net.cells[cell]
+        if net.type(cell) in FLOPS:
+            if cell in cells:
+                continue
+            cells.add(cell)
+            ports = ("D", "AD", "EN")
+        elif cell in a.cell_dom:
+            continue
+        else:
+            dirs = c.get("port_directions", {})
+            ports = tuple(p for p in c["connections"] if dirs.get(p) != "output")
+        work.extend(x for p in ports for x in c["connections"].get(p, ()) if isinstance(x, int))
+    return cells
+
+
+def flop_classes(a: Analysis, roots=None) -> dict[int, int]:
+    """Q bit -> class id, with two bits in one class when they always hold the same value: the
+    same kind of flop on the same clock and reset, and next-state functions that compute the same
+    (_BitHash.function) once equivalent flops are taken as one (partition refinement from the
+    coarsest partition, so registers with the same next-state loop -- two toggles of one request
+    -- fall in one class, which opt_merge alone cannot see). With ``roots`` (bits), only the flops
+    that can reach them are classed: their classes depend on nothing else, so they are the same."""
+    net = a.net
+    keep = _fan_in_flops(a, roots) if roots is not None else None
     bits: list[tuple[str, int, int]] = []  # (cell, index, Q bit)
     for cell, dom in a.cell_dom.items():
-        if dom is None or net.type(cell) not in FLOPS:
+        if dom is None or net.type(cell) not in FLOPS or (keep is not None and cell not in keep):
             continue
         for i, qb in enumerate(net.conn(cell, "Q")):
             if isinstance(qb, int):
@@ -512,12 +545,13 @@ def flop_classes(a: Analysis) -> dict[int, int]:
 
     cls = {qb: hash(base(cell, i)) for cell, i, qb in bits}
     count = len(set(cls.values()))
+    progs: dict = {}
     for _round in range(64):
         memo: dict = {}
-        h = _BitHash(a, cls, memo)
+        h = _BitHash(a, cls, memo, progs)
         new = {}
         for cell, i, qb in bits:
-            data = tuple(h(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
+            data = tuple(h.function(x[i] if p in ("D", "AD") and i < len(x) else x[0] if len(x) == 1 else -1)
                          for p in ("D", "AD", "EN") if (x := net.conn(cell, p)))
             new[qb] = hash((cls[qb], data))
         n = len(set(new.values()))
@@ -595,11 +629,212 @@ def _multi_driver_findings(net: Netlist) -> list[dict]:
     return out
 
 
-class _BitHash:
-    """A structural hash of a bit's combinational cone, flops taken by their class."""
+# Cells whose bits _BitHash.function evaluates (everything else is a leaf, by its structural hash).
+_TABLE_BITWISE = {"$not", "$pos", "$buf", "$and", "$or", "$xor", "$xnor", "$mux", "$bwmux"}
+_TABLE_SELECT = {"$demux", "$bmux"}
+_TABLE_REDUCE = {"$eq", "$ne", "$logic_not", "$logic_and", "$logic_or", "$reduce_and", "$reduce_or",
+                 "$reduce_xor", "$reduce_xnor", "$reduce_bool"}
+_TABLE_LEAVES = 10  # leaf bits of one truth table (at most 2**10 rows)
+_TABLE_CELLS = 400  # bits evaluated for one truth table
 
-    def __init__(self, a: Analysis, cls: dict, memo: dict):
+
+class _BitHash:
+    """A structural hash of a bit's combinational cone, flops taken by their class; ``function``
+    hashes what the bit computes where the cone is small (its truth table)."""
+
+    def __init__(self, a: Analysis, cls: dict, memo: dict, progs: dict | None = None):
         self.a, self.cls, self.memo = a, cls, memo
+        self.fmemo: dict = {}
+        self.progs: dict = {} if progs is None else progs  # bit -> _program(bit), across rounds
+
+    def function(self, b) -> int:
+        """The hash of the Boolean function bit ``b`` computes from its leaves (flops by class,
+        ports, primitive outputs, cells not evaluated here by their structural hash), over the
+        leaves it really depends on: two bits that compute the same function are equal whatever
+        the logic's shape -- ``t[k] <= ~t[k]`` and ``t[0] <= k ? t[0] : ~t[0]`` alike (one
+        $bwmux per indexed write, selects that differ per bit). A cone too large for a table of
+        _TABLE_LEAVES inputs keeps the structural hash."""
+        if b in self.fmemo:
+            return self.fmemo[b]
+        v = self._table(b)
+        if v is None:
+            v = self(b)
+        self.fmemo[b] = v
+        return v
+
+    def _program(self, b) -> tuple | None:
+        """What ``_table`` evaluates for bit ``b``, the same in every round: its leaf bits and its
+        steps (bit, operation, input bits), drivers first; None when the cone is too large, has a
+        loop or an X constant. Kept across rounds (``progs``)."""
+        net = self.a.net
+        leaves: list = []
+        steps: list = []
+        seen: set = set()
+        done: set = set()
+        stack = [(b, False)]
+        while stack:
+            y, finished = stack.pop()
+            if not isinstance(y, int):
+                if y not in ("0", "1"):
+                    return None
+                continue
+            if finished:
+                kind, ins = self._ins(y)
+                if any(isinstance(x, int) and x not in done for xs in ins for x in xs):
+                    return None  # a combinational loop: no function (CDC-CLOCK refuses the loop)
+                steps.append((y, kind, ins))
+                done.add(y)
+                continue
+            if y in seen:
+                continue
+            seen.add(y)
+            d = net.driver.get(y)
+            ins = None
+            if not (y in self.cls or d is None or d[0] == "<port>" or d[0] in self.a.cell_dom
+                    or net.type(d[0]) not in _TABLE_BITWISE | _TABLE_SELECT | _TABLE_REDUCE):
+                ins = self._ins(y)
+            if ins is None:
+                leaves.append(y)
+                done.add(y)
+                if len(leaves) > _TABLE_LEAVES:
+                    return None
+                continue
+            if len(seen) > _TABLE_CELLS:
+                return None
+            stack.append((y, True))
+            stack.extend((z, False) for zs in ins[1] for z in zs)
+        if b in leaves:
+            return None
+        return leaves, steps
+
+    def _table(self, b) -> int | None:
+        if not isinstance(b, int):
+            return None
+        if b not in self.progs:
+            self.progs[b] = self._program(b)
+        prog = self.progs[b]
+        if prog is None:
+            return None
+        leaf_bits, steps = prog
+        leaves = {x: self(x) for x in leaf_bits}
+        # Leaf bits with one hash (flops of one class: assumed equal, as the refinement does) are
+        # one variable.
+        names = sorted(set(leaves.values()))
+        n = len(names)
+        full = (1 << (1 << n)) - 1
+        var = {}
+        for j, h in enumerate(names):
+            period = 1 << j
+            block = ((1 << period) - 1) << period  # rows with bit j set, in one period of 2**(j+1)
+            m = 0
+            for k in range(0, 1 << n, 2 * period):
+                m |= block << k
+            var[h] = m & full
+        val: dict = {x: var[h] for x, h in leaves.items()}
+        for y, kind, ins in steps:
+            val[y] = self._eval(kind, [[val[x] if isinstance(x, int) else (full if x == "1" else 0)
+                                        for x in xs] for xs in ins], full)
+        tt = val[b]
+        # Only the leaves the function depends on name it.
+        used = [h for h in names if ((tt >> (1 << names.index(h))) & ~var[h] & full) != (tt & ~var[h] & full)]
+        if used != names:
+            keep = [names.index(h) for h in used]
+            rows = []
+            for r in range(1 << len(used)):
+                src = sum(1 << keep[j] for j in range(len(used)) if r >> j & 1)
+                rows.append((tt >> src) & 1)
+            tt = sum(bit << r for r, bit in enumerate(rows))
+        return hash(("tt", tuple(used), tt))
+
+    def _ins(self, y) -> tuple[str, list] | None:
+        """The operation of bit ``y`` and its input bit lists, or None when not evaluated here."""
+        net = self.a.net
+        cell, port, idx = net.driver[y]
+        c = net.cells[cell]
+        t, conns = c["type"], c["connections"]
+        if port != "Y":
+            return None
+        width = len(conns["Y"])
+        a, bb, sel = conns.get("A", []), conns.get("B", []), conns.get("S", [])
+        if t in _TABLE_BITWISE:
+            if len(a) != width or ("B" in conns and len(bb) != width):
+                return None
+            if t == "$mux":
+                return (t, [[a[idx]], [bb[idx]], sel]) if len(sel) == 1 else None
+            if t == "$bwmux":
+                return (t, [[a[idx]], [bb[idx]], [sel[idx]]]) if len(sel) == width else None
+            return (t, [[a[idx]], [bb[idx]]] if "B" in conns else [[a[idx]]])
+        if t in _TABLE_SELECT:
+            w = _int(c.get("parameters", {}).get("WIDTH", "0"))
+            if w <= 0 or len(sel) > 8:
+                return None
+            if t == "$demux":  # Y[k*W + i] = (S == k) ? A[i] : 0
+                if len(a) != w or width != w << len(sel):
+                    return None
+                return (f"$demux{idx // w}", [[a[idx % w]], sel])
+            if width != w or len(a) != w << len(sel):  # $bmux: Y[i] = A[S*W + i]
+                return None
+            return ("$bmux", [a[idx::w], sel])
+        if idx != 0:
+            return ("$zero", [])
+        if t in ("$eq", "$ne"):
+            return (t, [a, bb]) if len(a) == len(bb) else None
+        return (t, [a, bb] if "B" in conns else [a])
+
+    @staticmethod
+    def _eval(kind: str, ins: list, full: int) -> int:
+        def any_(xs):
+            r = 0
+            for x in xs:
+                r |= x
+            return r
+
+        if kind == "$zero":
+            return 0
+        if kind.startswith("$demux"):
+            k, r = int(kind[6:]), ins[0][0]
+            for j, sb in enumerate(ins[1]):
+                r &= sb if k >> j & 1 else ~sb & full
+            return r
+        if kind == "$bmux":
+            words = ins[0]
+            for sb in ins[1]:  # S bit 0 picks between neighbours, then pairs, ...
+                words = [(sb & hi) | (~sb & full & lo)
+                         for lo, hi in zip(words[0::2], words[1::2], strict=True)]
+            return words[0]
+        if kind in ("$not",):
+            return ~ins[0][0] & full
+        if kind in ("$pos", "$buf"):
+            return ins[0][0]
+        if kind in ("$and", "$or", "$xor", "$xnor"):
+            x, y = ins[0][0], ins[1][0]
+            r = x & y if kind == "$and" else x | y if kind == "$or" else x ^ y
+            return (~r & full) if kind == "$xnor" else r
+        if kind in ("$mux", "$bwmux"):
+            x, y, s = ins[0][0], ins[1][0], ins[2][0]
+            return (s & y) | (~s & full & x)
+        if kind in ("$eq", "$ne"):
+            r = full
+            for x, y in zip(ins[0], ins[1], strict=True):
+                r &= ~(x ^ y) & full
+            return r if kind == "$eq" else ~r & full
+        if kind in ("$reduce_or", "$reduce_bool"):
+            return any_(ins[0])
+        if kind == "$logic_not":
+            return ~any_(ins[0]) & full
+        if kind == "$logic_and":
+            return any_(ins[0]) & any_(ins[1])
+        if kind == "$logic_or":
+            return any_(ins[0]) | any_(ins[1])
+        if kind == "$reduce_and":
+            r = full
+            for x in ins[0]:
+                r &= x
+            return r
+        r = 0
+        for x in ins[0]:
+            r ^= x
+        return r if kind == "$reduce_xor" else ~r & full
 
     def __call__(self, b, depth: int = 0) -> int:
         net, cls, memo = self.a.net, self.cls, self.memo
@@ -623,9 +858,14 @@ class _BitHash:
             data = {p: xs for p, xs in conns.items() if dirs.get(p) != "output" and p != "S"}
             if c["type"] in BITWISE | {"$mux", "$bwmux"} and all(len(xs) == width for xs in data.values()):
                 # Bit idx of a bitwise cell depends only on bit idx of its data inputs (and on the
-                # whole select of a mux): hash those, so that the bits of a wide register whose
-                # next states are the same logic fall in one class.
-                sel = tuple(self(x, depth + 1) for x in conns.get("S", ()))
+                # whole select of a $mux; on bit idx of a $bwmux's select, which is per bit): hash
+                # those, so that the bits of a wide register whose next states are the same logic
+                # fall in one class -- and two toggles written through one indexed assignment
+                # (``t[k] <= ~t[k]``: one $bwmux selecting per bit) do not.
+                s_bits = conns.get("S", ())
+                if c["type"] == "$bwmux" and len(s_bits) == width:
+                    s_bits = (s_bits[idx],)
+                sel = tuple(self(x, depth + 1) for x in s_bits)
                 ins = tuple((p, self(xs[idx], depth + 1)) for p, xs in sorted(data.items()))
                 v = hash((c["type"], port, sel, ins))
             else:
@@ -751,7 +991,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     out.extend(_reset_findings(a, resets))
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
     # of equivalent registers counting as one.
-    classes = flop_classes(a)
+    classes = flop_classes(a, [b for srcs in by_dest.values() for b in srcs])
     for dst, srcs in by_dest.items():
         merged: dict = {}
         for src, uses in srcs.items():

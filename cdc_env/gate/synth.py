@@ -302,6 +302,12 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
                     new, k = f"{base}_{k}", k + 1
                 taken.add(new)
                 module.rename(cell, ys.IdString("\\" + new))
+    # write_verilog prints a $bwmux (a per-bit select: what ``v[i] <= x`` with a variable index,
+    # or a variable part-select write, becomes) as an instance of a module that no simulator has,
+    # so such a design failed to build (compile_error) although the gate had passed it. The rules
+    # read the JSON above, where the select stays a select (CDC-MEM, flop classes); the simulators
+    # get the same function in gates. A no-op for every netlist without a $bwmux.
+    ys.run_pass("bwmuxmap", design)
     ys.run_pass("write_verilog -noattr netlist.v", design)
     verilog = (workdir / "netlist.v").read_text(encoding="utf-8")
     # The first line names the Yosys build; the netlist's identity is its content.
