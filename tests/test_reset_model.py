@@ -169,13 +169,10 @@ endmodule
 """
 
 
-@needs_icarus
-@pytest.mark.parametrize("settle", ["1", "0"])
-def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Path, settle: str) -> None:
-    """Only u_chg, and only on close releases, reports to the monitor's cdc_recovery_fail: a flop
-    whose D equals its reset value, a disabled one and cdc_sync_reset's first flop never do, nor
-    anything with late settling off."""
-    (tmp_path / "rec_tb.v").write_text(RECOVERY_TB)
+def _recovery_run(tmp_path: Path, tb: str, settle: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """Build ``tb`` (a rec_tb) with the primitives, run it, and return its output lines and, per
+    release, (ps before the edge, recovery reports on that release)."""
+    (tmp_path / "rec_tb.v").write_text(tb)
     r = subprocess.run(["iverilog", "-g2012", "-s", "rec_tb", "-o", "rec.vvp", "rec_tb.v",
                         *map(str, paths.primitive_files())], cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)
@@ -184,7 +181,16 @@ def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Pa
                          capture_output=True, text=True, timeout=120).stdout.splitlines()
     rel = [tuple(map(int, ln.split()[1:])) for ln in out if ln.startswith("REL")]
     assert len(rel) == 40
-    steps = [(d, n - (rel[i - 1][1] if i else 0)) for i, (d, n) in enumerate(rel)]
+    return out, [(d, n - (rel[i - 1][1] if i else 0)) for i, (d, n) in enumerate(rel)]
+
+
+@needs_icarus
+@pytest.mark.parametrize("settle", ["1", "0"])
+def test_recovery_check_reports_a_close_release_that_changes_a_flop(tmp_path: Path, settle: str) -> None:
+    """Only u_chg, and only on close releases, reports to the monitor's cdc_recovery_fail: a flop
+    whose D equals its reset value, a disabled one and cdc_sync_reset's first flop never do, nor
+    anything with late settling off."""
+    out, steps = _recovery_run(tmp_path, RECOVERY_TB, settle)
     if settle == "0":
         assert all(s == 0 for _d, s in steps), steps
         return
@@ -208,16 +214,7 @@ def test_a_clock_that_stops_in_reset_does_not_widen_the_window(tmp_path: Path) -
     periods while the flop is in reset does not make a release 60 ps before the edge (not close:
     8 * 60 >= 200) close, so only the 10 ps releases report (the reset family stops a clock)."""
     assert STOPPED_CLOCK_TB != RECOVERY_TB and "stop = 1'b1" in STOPPED_CLOCK_TB
-    (tmp_path / "rec_tb.v").write_text(STOPPED_CLOCK_TB)
-    r = subprocess.run(["iverilog", "-g2012", "-s", "rec_tb", "-o", "rec.vvp", "rec_tb.v",
-                        *map(str, paths.primitive_files())], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    out = subprocess.run(["vvp", "-n", "rec.vvp", "+cdc_settle=1", "+cdc_settle_key=3"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120).stdout.splitlines()
-    rel = [tuple(map(int, ln.split()[1:])) for ln in out if ln.startswith("REL")]
-    assert len(rel) == 40
-    steps = [(d, n - (rel[i - 1][1] if i else 0)) for i, (d, n) in enumerate(rel)]
+    _out, steps = _recovery_run(tmp_path, STOPPED_CLOCK_TB, "1")
     assert all(s == (1 if d == 10 else 0) for d, s in steps), steps
 
 
