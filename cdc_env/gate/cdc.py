@@ -876,6 +876,69 @@ class _BitHash:
         return v
 
 
+_WIRE_STEPS = 16  # cells on a path that _wire_of may follow
+
+
+def _wire_of(a: Analysis, b) -> int | None:
+    """The flop output bit that ``b`` always equals when ``b`` is a wire of it in cells: a path of
+    cells, each with exactly one non-constant input bit, whose composition is the identity
+    (``q ? 1'b1 : 1'b0``, ``q == 1'b1``, ``!(!q)``, ``q & 1'b1``). One variable and no
+    reconvergence: such a path cannot glitch and changes exactly when the flop does, so it is the
+    flop's value, whatever shape Yosys's opt happened to leave it in. An inversion or anything
+    that reads a second bit is logic (None)."""
+    net = a.net
+    hb = _BitHash(a, {}, {})
+    steps: list = []
+    for _ in range(_WIRE_STEPS):
+        drv = net.driver.get(b) if isinstance(b, int) else None
+        if drv is None or drv[0] == "<port>":
+            return None
+        if drv[0] in a.cell_dom:
+            if net.type(drv[0]) not in FLOPS:
+                return None
+            val = 0b10  # the flop's value as a two-row truth table: row r is the flop at r
+            for kind, ins in reversed(steps):
+                val = _BitHash._eval(kind, [[val if isinstance(x, int) else (0b11 if x == "1" else 0)
+                                             for x in xs] for xs in ins], 0b11)
+            return b if val == 0b10 else None
+        if net.type(drv[0]) not in _TABLE_BITWISE | _TABLE_REDUCE:
+            return None
+        op = hb._ins(b)
+        if op is None:
+            return None
+        var = {x for xs in op[1] for x in xs if isinstance(x, int)}
+        if len(var) != 1 or any(x not in ("0", "1") for xs in op[1] for x in xs if not isinstance(x, int)):
+            return None
+        steps.append(op)
+        b = var.pop()
+        if sum(isinstance(x, int) for xs in op[1] for x in xs) != 1:
+            return None  # the one bit read twice (``q & q``, ``q == q``): reconvergence
+    return None
+
+
+def wired_sync_inputs(netlist: dict, top: str) -> dict[str, dict[int, tuple[str, int]]]:
+    """The level synchronizer input bits that are a wire of a flop in cells (``_wire_of``):
+    primitive cell -> {d_i bit: (flop cell, bit of its Q)}. Synthesis connects these d_i bits to
+    the flop itself in the netlist the simulators build (``synth.direct_sync_inputs``), so what
+    they run is what the rules accepted -- the flop -- and not a cell that a simulator may
+    evaluate at time 0 (Icarus did: an X on d_i before the resets were asserted)."""
+    net = Netlist.of(netlist, top)
+    a = Analysis(net, {}, {})
+    out: dict[str, dict[int, tuple[str, int]]] = {}
+    for cell in sorted(net.cells):
+        if net.type(cell) not in SYNCS:
+            continue
+        for i, b in enumerate(net.conn(cell, "d_i")):
+            drv = net.driver.get(b) if isinstance(b, int) else None
+            if drv is None or drv[0] == "<port>" or drv[0] in a.cell_dom:
+                continue
+            q = _wire_of(a, b)
+            if q is not None:
+                fcell, _port, k = net.driver[q]
+                out.setdefault(cell, {})[i] = (fcell, k)
+    return out
+
+
 def _copied_by_flop(a: Analysis, cell: str, dom: str) -> bool:
     net = a.net
     for qb in net.conn(cell, "Q"):
@@ -930,6 +993,11 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                 if not isinstance(b, int):
                     continue
                 drv = net.driver.get(b)
+                if drv is not None and drv[0] != "<port>" and drv[0] not in a.cell_dom:
+                    # A wire of a flop in cells (``q ? 1'b1 : 1'b0``) is that flop.
+                    q = _wire_of(a, b)
+                    if q is not None:
+                        b, drv = q, net.driver.get(q)
                 # A source register: a flop of a domain, or a cdc_sync_reset's rst_no (the Q of its
                 # second flop, clocked by its clk_i: released on that clock, asserted with its reset
                 # like any asynchronously reset flop).

@@ -183,6 +183,30 @@ def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
     return found
 
 
+def direct_sync_inputs(ys, module, netlist: dict, top: str) -> None:  # noqa: ANN001 -- pyosys objects
+    """Connect each level synchronizer input bit that the rules take as a flop seen through
+    cells (``cdc.wired_sync_inputs``: ``q ? 1'b1 : 1'b0``, ``!(!q)``) to that flop's Q in the
+    design the simulators build. The cells compute the flop's value and cannot glitch, but
+    Icarus evaluates them at time 0 and showed an X on d_i before the resets were asserted: a
+    failure on one simulator only. A no-op for every netlist whose synchronizer inputs are flops."""
+    from .cdc import wired_sync_inputs  # noqa: PLC0415
+
+    wired = wired_sync_inputs(netlist, top)
+    if not wired:
+        return
+    cells = {name.str().lstrip("\\"): cell for name, cell in module.cells_.items()}
+    for name, bits in wired.items():
+        d = cells[name].getPort(ys.IdString("\\d_i"))
+        new = ys.SigSpec()
+        for i in range(d.size()):
+            if i in bits:
+                fcell, k = bits[i]
+                new.append(cells[fcell].getPort(ys.IdString("\\Q")).extract(k, 1))
+            else:
+                new.append(d.extract(i, 1))
+        cells[name].setPort(ys.IdString("\\d_i"), new)
+
+
 def automatic_lifetime(text: str) -> str:
     """``text`` with every module declared ``module automatic`` where it gives no lifetime.
 
@@ -277,6 +301,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     ys.run_pass("write_json netlist.json", design)
     netlist = json.loads((workdir / "netlist.json").read_text(encoding="utf-8"))
     sync_read = synchronizer_read_flops(netlist, top)
+    direct_sync_inputs(ys, module, netlist, top)
     (workdir / ARST_MAP_NAME).write_text(ARST_MAP, encoding="utf-8")
     ys.run_pass(f"techmap -map {ARST_MAP_NAME}", design)
     if any(c.type.str() in ALOAD_CELLS for c in module.cells_.values()):
