@@ -558,3 +558,19 @@ def test_copies_made_by_different_logic_of_the_same_value_are_redundant():
                         + "  assign ack_s = |ack_v;")
     assert text.count("ackc_q") == 6 and "m_q <= 2'd0" in text, "the reference fix changed"
     assert "CDC-REDUNDANT" in rules(text), gate(text).findings
+
+
+def test_a_synchronizer_input_that_is_its_flop_through_cells_is_that_flop():
+    """``ack_q ? 1'b1 : 1'b0`` (what a 1-bit enum compare becomes) and ``!(!req_q)`` compute the
+    flop and cannot glitch: the gate takes them as the flop (CDC-SRCLOGIC refused them before)
+    and the simulators get d_i on the flop itself (Icarus evaluated the cell at time 0 and saw X
+    on d_i before the resets were asserted). An inversion or a second input bit stays logic."""
+    text = REF.replace("d_i(ack_q)", "d_i(ack_q ? 1'b1 : 1'b0)").replace("d_i(req_q)", "d_i(!(!req_q))")
+    res = gate(text)
+    assert res.status == "pass", res.findings
+    body = res.netlist["verilog"]
+    ins = sorted(re.findall(r"\.d_i\(([^)]*)\)", body))
+    assert ins == ["req_q", "seen_q"], ins  # ack_q and seen_q are one flop after opt_merge
+    assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? 1'b0 : 1'b1)"))
+    assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? served_o : ack_q)"))
+    assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q & ack_q & served_o | ack_q)"))
