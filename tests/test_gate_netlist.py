@@ -574,3 +574,22 @@ def test_a_synchronizer_input_that_is_its_flop_through_cells_is_that_flop():
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? 1'b0 : 1'b1)"))
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? served_o : ack_q)"))
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q & ack_q & served_o | ack_q)"))
+
+
+def test_a_flop_read_by_a_synchronizer_through_a_wire_of_cells_keeps_the_recovery_exemption():
+    """The 'domain a is up' flag of ok-rst-raw-assert-run-qualifier, released out of step and read
+    only by a synchronizer, is exempt from the recovery check; written ``up_a_q ? 1'b1 : 1'b0`` on
+    d_i it is still read only by that synchronizer (the simulators get d_i on the flop), so it
+    stays exempt."""
+    task = load_task("rst_01")
+    text = (paths.fixtures_dir() / "ok-rst-raw-assert-run-qualifier" / "submission.v").read_text()
+    wired = text.replace(".d_i(up_a_q)", ".d_i(up_a_q ? 1'b1 : 1'b0)")
+    assert wired != text
+
+    def off(t: str) -> set[str]:
+        res = run_gate(task, {task.editable: t})
+        assert res.status == "pass", res.findings
+        cells = re.findall(r"cdc_arst_ff #\(((?:[^()]|\([^()]*\))*)\)\s*(\S+) \(", res.netlist["verilog"])
+        return {name for params, name in cells if ".RECOVERY(1'h0)" in params}
+
+    assert off(wired) == off(text) == {"ff_up_a_q"}

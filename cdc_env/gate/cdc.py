@@ -877,6 +877,7 @@ class _BitHash:
 
 
 _WIRE_STEPS = 16  # cells on a path that _wire_of may follow
+WIRE_CELLS = _TABLE_BITWISE | _TABLE_REDUCE  # the cells such a path may pass
 
 
 def _wire_of(a: Analysis, b) -> int | None:
@@ -901,7 +902,7 @@ def _wire_of(a: Analysis, b) -> int | None:
                 val = _BitHash._eval(kind, [[val if isinstance(x, int) else (0b11 if x == "1" else 0)
                                              for x in xs] for xs in ins], 0b11)
             return b if val == 0b10 else None
-        if net.type(drv[0]) not in _TABLE_BITWISE | _TABLE_REDUCE:
+        if net.type(drv[0]) not in WIRE_CELLS:
             return None
         op = hb._ins(b)
         if op is None:

@@ -167,11 +167,26 @@ def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
     The late-release model's recovery check (trusted/hdl/cdc_reset.v) exempts them: a flop that
     goes metastable when it leaves reset out of step is harmless where only a synchronizer, which
     resolves metastability, reads it. Every other reader may resolve it differently."""
-    from .cdc import ASYNC_PORTS, SYNCS, Netlist  # noqa: PLC0415
+    from .cdc import ASYNC_PORTS, SYNCS, WIRE_CELLS, Netlist, wired_sync_inputs  # noqa: PLC0415
 
     net = Netlist.of(netlist, top)
     outs = {b for p in net.module.get("ports", {}).values() if p.get("direction") != "input"
             for b in p.get("bits", [])}
+    # A flop seen by a synchronizer through a wire of cells (direct_sync_inputs: the simulators
+    # get d_i on the flop) is read by that synchronizer; the cells of the wire read nothing else.
+    wired = {(f, k) for bits in wired_sync_inputs(netlist, top).values() for f, k in bits.values()}
+
+    def only_synchronizers(b, depth: int = 0) -> bool:
+        if not isinstance(b, int) or b in outs or not net.users.get(b) or depth > 16:
+            return False
+        for u, port, _i in net.users[b]:
+            if net.type(u) in SYNCS and port == "d_i":
+                continue
+            ys_ = net.cells[u].get("connections", {}).get("Y", [])
+            if net.type(u) not in WIRE_CELLS or not all(only_synchronizers(y, depth + 1) for y in ys_):
+                return False
+        return True
+
     found = set()
     for name, c in net.cells.items():
         q = c.get("connections", {}).get("Q", [])
@@ -179,6 +194,8 @@ def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
             continue
         if all(isinstance(b, int) and b not in outs and net.users.get(b)
                and all(net.type(u) in SYNCS and port == "d_i" for u, port, _i in net.users[b]) for b in q):
+            found.add(name)
+        elif all((name, k) in wired and only_synchronizers(b) for k, b in enumerate(q)):
             found.add(name)
     return found
 
