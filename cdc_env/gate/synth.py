@@ -160,7 +160,7 @@ def model_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:4], "little")
 
 
-def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
+def synchronizer_read_flops(netlist: dict, top: str, wired: dict | None = None) -> set[str]:
     """Names of the asynchronously controlled flop cells whose every reader is the d_i of a
     cdc_sync_bit or cdc_sync_bus (not an output, not logic, not a flop of their own domain).
 
@@ -174,7 +174,9 @@ def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
             for b in p.get("bits", [])}
     # A flop seen by a synchronizer through a wire of cells (direct_sync_inputs: the simulators
     # get d_i on the flop) is read by that synchronizer; the cells of the wire read nothing else.
-    wired = {(f, k) for bits in wired_sync_inputs(netlist, top).values() for f, k in bits.values()}
+    if wired is None:
+        wired = wired_sync_inputs(netlist, top)
+    through = {(f, k) for bits in wired.values() for f, k in bits.values()}
 
     def only_synchronizers(b, depth: int = 0) -> bool:
         if not isinstance(b, int) or b in outs or not net.users.get(b) or depth > 16:
@@ -195,22 +197,23 @@ def synchronizer_read_flops(netlist: dict, top: str) -> set[str]:
         if all(isinstance(b, int) and b not in outs and net.users.get(b)
                and all(net.type(u) in SYNCS and port == "d_i" for u, port, _i in net.users[b]) for b in q):
             found.add(name)
-        elif all((name, k) in wired and only_synchronizers(b) for k, b in enumerate(q)):
+        elif through and all((name, k) in through and only_synchronizers(b) for k, b in enumerate(q)):
             found.add(name)
     return found
 
 
-def direct_sync_inputs(ys, module, netlist: dict, top: str) -> None:  # noqa: ANN001 -- pyosys objects
+def direct_sync_inputs(ys, module, netlist: dict, top: str) -> dict:  # noqa: ANN001 -- pyosys objects
     """Connect each level synchronizer input bit that the rules take as a flop seen through
     cells (``cdc.wired_sync_inputs``: ``q ? 1'b1 : 1'b0``, ``!(!q)``) to that flop's Q in the
     design the simulators build. The cells compute the flop's value and cannot glitch, but
     Icarus evaluates them at time 0 and showed an X on d_i before the resets were asserted: a
-    failure on one simulator only. A no-op for every netlist whose synchronizer inputs are flops."""
+    failure on one simulator only. A no-op for every netlist whose synchronizer inputs are flops.
+    Returns what it connected (``cdc.wired_sync_inputs``)."""
     from .cdc import wired_sync_inputs  # noqa: PLC0415
 
     wired = wired_sync_inputs(netlist, top)
     if not wired:
-        return
+        return wired
     cells = {name.str().lstrip("\\"): cell for name, cell in module.cells_.items()}
     for name, bits in wired.items():
         d = cells[name].getPort(ys.IdString("\\d_i"))
@@ -222,6 +225,7 @@ def direct_sync_inputs(ys, module, netlist: dict, top: str) -> None:  # noqa: AN
             else:
                 new.append(d.extract(i, 1))
         cells[name].setPort(ys.IdString("\\d_i"), new)
+    return wired
 
 
 def automatic_lifetime(text: str) -> str:
@@ -317,8 +321,8 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
         module.rename(cell, ys.IdString("\\" + new))
     ys.run_pass("write_json netlist.json", design)
     netlist = json.loads((workdir / "netlist.json").read_text(encoding="utf-8"))
-    sync_read = synchronizer_read_flops(netlist, top)
-    direct_sync_inputs(ys, module, netlist, top)
+    wired = direct_sync_inputs(ys, module, netlist, top)
+    sync_read = synchronizer_read_flops(netlist, top, wired)
     (workdir / ARST_MAP_NAME).write_text(ARST_MAP, encoding="utf-8")
     ys.run_pass(f"techmap -map {ARST_MAP_NAME}", design)
     if any(c.type.str() in ALOAD_CELLS for c in module.cells_.values()):
