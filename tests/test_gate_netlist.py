@@ -574,6 +574,11 @@ def test_a_synchronizer_input_that_is_its_flop_through_cells_is_that_flop():
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? 1'b0 : 1'b1)"))
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q ? served_o : ack_q)"))
     assert "CDC-SRCLOGIC" in rules(REF.replace("d_i(ack_q)", "d_i(ack_q & ack_q & served_o | ack_q)"))
+    # the wire is the flop for redundancy too: the flop and its wire into one domain are two copies
+    copy = ("  wire ack_s2;\n  cdc_sync_bit u_ack_sync2 (.clk_i(clk_a_i), .rst_ni(rst_a_ni), "
+            ".d_i(ack_q ? 1'b1 : 1'b0), .q_o(ack_s2));\n")
+    twice = REF.replace(ANCHOR, copy + ANCHOR).replace("ack_s == req_q", "ack_s == req_q && ack_s2 == req_q")
+    assert rules(twice) == {"CDC-REDUNDANT"}
 
 
 def test_a_flop_read_by_a_synchronizer_through_a_wire_of_cells_keeps_the_recovery_exemption():
