@@ -80,6 +80,27 @@ _TOP_TIMING_PARENTS = {SK.AlwaysBlock, SK.AlwaysFFBlock, SK.AlwaysCombBlock, SK.
 _TOOL_DIRECTIVES = ("`verilator", "`systemc", "`__FILE__", "`__LINE__")
 
 
+# Scopes whose variables live for the whole simulation (module items, generate blocks) and the
+# procedural scopes where a declaration's initializer runs on every entry (modules are read as
+# `module automatic`, synth.automatic_lifetime).
+_STATIC_SCOPES = {SK.ModuleDeclaration}
+_PROCEDURAL_SCOPES = {SK.FunctionDeclaration, SK.TaskDeclaration, SK.SequentialBlockStatement,
+                      SK.ParallelBlockStatement, SK.ClassDeclaration, SK.PackageDeclaration,
+                      SK.InterfaceDeclaration, SK.ProgramDeclaration}
+
+
+def _static_scope(n) -> bool:
+    """``n`` is declared in a module or one of its generate blocks, not in a procedural scope."""
+    p = n.parent
+    while p is not None:
+        if p.kind in _PROCEDURAL_SCOPES:
+            return False
+        if p.kind in _STATIC_SCOPES:
+            return True
+        p = p.parent
+    return False
+
+
 def _dir_name(node) -> str:
     try:
         return node.directive.valueText
@@ -136,6 +157,15 @@ class _Checker:
             # word: the netlist would silently be another design. Refused here, with the fix.
             self.add("POL-CONSTRUCT", f"a ref argument ('{_snippet(n)}') is not synthesized faithfully; "
                      "return the value or use an output argument", loc)
+        elif k == SK.DataDeclaration and _static_scope(n) and any(
+                getattr(d, "initializer", None) is not None for d in n.declarators):
+            # A variable of a module or generate block is static: its initializer is a one-time
+            # initial value, never a continuous assignment. Synthesis drops a non-constant one
+            # without a word (``logic rdy = !busy_q;`` became rdy = 0); a constant one is an init
+            # value (the netlist check below reports those too).
+            self.add("POL-INITIAL", f"'{_snippet(n)}' gives a module-level variable an initial value, "
+                     "which is not a continuous assignment; declare a net (wire x = ...) or use "
+                     "assign, and give registers a reset", loc)
         elif k == SK.TimingControlStatement and (n.parent is None
                                                  or n.parent.kind not in _TOP_TIMING_PARENTS):
             self.add("POL-CONSTRUCT", f"an event control inside a block ('{_snippet(n)}') is not "
