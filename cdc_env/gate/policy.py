@@ -112,6 +112,7 @@ class _Checker:
     def __init__(self, fe: FrontEnd, p: Parsed):
         self.fe, self.p = fe, p
         self.out: list[dict] = []
+        self.signals: dict[int, set[str]] = {}  # module node -> its port, net and variable names
 
     def add(self, rule: str, msg: str, loc) -> None:
         file, line = self.fe.line_of(loc)
@@ -157,19 +158,48 @@ class _Checker:
             # word: the netlist would silently be another design. Refused here, with the fix.
             self.add("POL-CONSTRUCT", f"a ref argument ('{_snippet(n)}') is not synthesized faithfully; "
                      "return the value or use an output argument", loc)
-        elif k == SK.DataDeclaration and _static_scope(n) and any(
-                getattr(d, "initializer", None) is not None for d in n.declarators):
+        elif k == SK.DataDeclaration and _static_scope(n) and self.reads_signal(n):
             # A variable of a module or generate block is static: its initializer is a one-time
-            # initial value, never a continuous assignment. Synthesis drops a non-constant one
-            # without a word (``logic rdy = !busy_q;`` became rdy = 0); a constant one is an init
-            # value (the netlist check below reports those too).
-            self.add("POL-INITIAL", f"'{_snippet(n)}' gives a module-level variable an initial value, "
-                     "which is not a continuous assignment; declare a net (wire x = ...) or use "
-                     "assign, and give registers a reset", loc)
+            # initial value, never a continuous assignment. Synthesis drops one that reads a
+            # signal without a word (``logic rdy = !busy_q;`` became rdy = 0). A constant one is
+            # a constant (a ROM, ``logic [3:0] k = 4'd5;``) when nothing writes the variable, and
+            # an init value the netlist check reports when something does.
+            self.add("POL-INITIAL", f"'{_snippet(n)}' gives a module-level variable an initial value "
+                     "that reads a signal: a one-time initial value, not a continuous assignment; "
+                     "declare a net (wire x = ...) or use assign", loc)
         elif k == SK.TimingControlStatement and (n.parent is None
                                                  or n.parent.kind not in _TOP_TIMING_PARENTS):
             self.add("POL-CONSTRUCT", f"an event control inside a block ('{_snippet(n)}') is not "
                      "allowed; use one event control at the top of an always block", loc)
+
+    def reads_signal(self, n) -> bool:
+        """A declarator of ``n`` has an initializer that names a port, net or variable of the
+        module ``n`` is in (names of parameters, enum values and functions are constants)."""
+        inits = [d.initializer for d in n.declarators if getattr(d, "initializer", None) is not None]
+        if not inits:
+            return False
+        mod = n.parent
+        while mod is not None and mod.kind != SK.ModuleDeclaration:
+            mod = mod.parent
+        if mod is None:
+            return False
+        key = id(mod)
+        if key not in self.signals:
+            names: set[str] = set()
+
+            def collect(x):
+                if isinstance(x, parsing.Token):
+                    return True
+                if x.kind == SK.ImplicitAnsiPort:
+                    names.add(x.declarator.name.valueText)
+                elif x.kind in (SK.PortDeclaration, SK.NetDeclaration, SK.DataDeclaration):
+                    names.update(d.name.valueText for d in x.declarators)
+                return True
+
+            mod.visit(collect)
+            self.signals[key] = names
+        names = self.signals[key]
+        return any(t.kind == TK.Identifier and t.valueText in names for i in inits for t in _tokens(i))
 
     def run(self) -> list[dict]:
         def visit(x):

@@ -1,6 +1,6 @@
 // task: handshake
 // expect: pass
-// what: initializers that are assignments: a net declaration's, and a block variable's in an always_comb (modules are automatic)
+// what: initializers that are not one-time values of a signal: a net's (wire x = e), a block variable's in an always_comb (automatic module), a constant ROM
 // hs_top -- request/acknowledge handshake between a fast requester (clk_a) and a slow
 // acknowledger (clk_b). The requester accepts a request from its user (start_i while ready_o),
 // signals it to the acknowledger, and pulses done_o once the acknowledger has taken it.
@@ -43,7 +43,8 @@ module hs_top (
     end
   end
   wire rdy_w = !busy_q;
-  always_comb begin logic t = rdy_w; ready_o = t; end
+  logic rom [0:1] = '{1'b1, 1'b0};
+  always_comb begin logic t = rdy_w; ready_o = t && rom[busy_q]; end
 
   // ---------------- acknowledger (clk_b) ----------------
   wire req_s;      // requester's req_q, synchronized into clk_b
