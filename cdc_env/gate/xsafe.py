@@ -234,43 +234,6 @@ class Bounds:
         return b is not None and b + _param_int(p.get("Y_WIDTH", 0)) <= _param_int(p.get("A_WIDTH", 0))
 
 
-def masked_write(net: Netlist, name: str) -> bool:
-    """Whether every X the ``$shiftx`` ``name`` can make is masked off: the shape synthesis gives
-    a write through a variable part-select (``v[i +: W] <= d``), ``v' = $bwmux(v, $shiftx(d, -i),
-    $shift(ones, -i))``. The ``$shift`` of W ones by the same amount is 1 exactly where the
-    ``$shiftx`` reads inside ``d`` (0 where it would give X), so a ``$bwmux`` bit that takes a
-    ``$shiftx`` bit as its B input with that ``$shift`` bit as its select passes the X never:
-    select 0 passes A, select 1 passes an in-range bit. Accepted only when every user of every
-    output bit is such a ``$bwmux`` input, with the ``$shift`` bit of the same position (and none is a
-    port)."""
-    p = net.cells[name].get("parameters", {})
-    outputs = {b for port in net.module.get("ports", {}).values() if port.get("direction") != "input"
-               for b in port.get("bits", [])}
-    for k, bit in enumerate(net.conn(name, "Y")):
-        if not isinstance(bit, int) or bit in outputs:
-            return False  # an X on a port is seen whatever a mux makes of it
-        for user, port, j in net.users.get(bit, []):
-            if port != "B" or net.type(user) != "$bwmux":
-                return False
-            sel = net.conn(user, "S")
-            d = net.driver.get(sel[j]) if j < len(sel) and isinstance(sel[j], int) else None
-            if d is None or d[0] == "<port>" or d[1:] != ("Y", k) or not _ones_shift_like(net, d[0], name, p):
-                return False
-    return True
-
-
-def _ones_shift_like(net: Netlist, shift: str, shiftx: str, p: dict) -> bool:
-    """``shift`` is a ``$shift`` of all-ones by the very B operand of ``shiftx``, as wide."""
-    s = net.cells[shift]
-    q = s.get("parameters", {})
-    a = net.conn(shift, "A")
-    return (s["type"] == "$shift" and a and all(b == "1" for b in a) and len(a) == len(net.conn(shiftx, "A"))
-            and net.conn(shift, "B") == net.conn(shiftx, "B")
-            and _param_int(q.get("B_SIGNED", 0)) == _param_int(p.get("B_SIGNED", 0))
-            and not _param_int(q.get("A_SIGNED", 0))
-            and len(net.conn(shift, "Y")) == len(net.conn(shiftx, "Y")))
-
-
 def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str]) -> tuple[bool, str]:
     """``(True, summary)`` when no X or Z can exist in ``top`` after reset release, else
     ``(False, the first reason found)``. ``clocks`` / ``resets``: the task's clock and reset ports.
@@ -336,7 +299,11 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             if _param_int(p.get("B_SIGNED", 0)):
                 return False, f"$pow {name}: a signed exponent (X for 0 to a negative power){where(name)}"
         elif t == "$shiftx":
-            if not (bounds.shiftx_in_range(name) or masked_write(net, name)):
+            # Only wholly in range. A select partly outside its vector is X there on Icarus, and
+            # Verilator's result differs in its known bits too: the masked write synthesis makes
+            # of v[i +: W] <= d selects d at a negative index, and fixture
+            # ok-evt-counter-bank-indexed fails every seed on Verilator, passes on Icarus.
+            if not bounds.shiftx_in_range(name):
                 return False, f"variable part-select {name} can read past its vector (X){where(name)}"
         elif t not in _KNOWN_IN_KNOWN_OUT:
             what = (
