@@ -235,3 +235,20 @@ def test_the_refused_variant_really_makes_x_on_icarus():
                                settle=True)
     assert b.status == "pass", b.log[-400:]
     assert any("X or Z" in r.reason for r in results), [r.reason for r in results]
+
+
+def test_an_index_behind_a_very_long_chain_is_bounded_by_its_width_not_an_error():
+    """A chain of 3000 muxes (each of the previous one with itself, the first of the constant 1)
+    in front of a 5-bit index: followed back 50 deep, the index is at most 1; 3000 deep, the bound
+    gives up at its depth (its width, 31: the select is refused) instead of running out of stack,
+    which the gate's child would report as a finding."""
+    def out(i: int) -> list:
+        return ["1", "0", "0", "0", "0"] if i < 0 else list(range(1000 + 5 * i, 1005 + 5 * i))
+
+    def chain(n: int) -> list[dict]:
+        return [_cell("$mux", {"WIDTH": 5}, {"A": out(i - 1), "B": out(i - 1), "S": [4], "Y": out(i)})
+                for i in range(n)]
+    for n, safe in ((50, True), (3000, False)):
+        index = [*out(n - 1), "0"]
+        ok, reason = check(_net(*chain(n), *_read(index, a_w=17)), "top", CLOCKS, RESETS)
+        assert ok is safe, (n, reason)

@@ -143,6 +143,9 @@ class Bounds:
     """
 
     _FLOPS = _ASYNC_RESET | _SYNC_RESET
+    # Cells followed back from one index at most (Python frames: a few per cell; the gate's child
+    # turns a RecursionError into a finding, so a deep cone must end in a bound, not an error).
+    DEPTH = 150
 
     def __init__(self, net: Netlist) -> None:
         self.net = net
@@ -186,8 +189,8 @@ class Bounds:
         t, p = c["type"], c.get("parameters", {})
         width = len(c.get("connections", {}).get("Q" if t in self._FLOPS else "Y", []))
         full = (1 << width) - 1
-        if name in self._open:
-            return full  # a loop (a counter through its own flop): its width bounds it
+        if name in self._open or len(self._open) >= self.DEPTH:
+            return full  # a loop (a counter through its own flop), or a cone too deep to follow
         self._open.add(name)
         try:
             out = self._bound(name, t, p, full)
