@@ -25,7 +25,10 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
   The cache is bounded (``MODEL_CACHE_BYTES``, least recently used entries go first), lives
   outside the sandbox's view, and hands each grade a *copy* (a design cannot alter the cached
-  binary through its scratch directory). ``CDC_ENV_MODEL_CACHE=0`` switches it off.
+  binary through its scratch directory), made by a child process (``copy_executable``: a file
+  this process held open for writing could not be exec'd while a child forked meanwhile lives).
+  Entries are published and retired whole, by rename (docs/sandbox.md, "Grades side by side").
+  ``CDC_ENV_MODEL_CACHE=0`` switches it off.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
