@@ -453,7 +453,11 @@ def _cache_evict(base: Path, limit: int | None = None) -> None:
     limit = MODEL_CACHE_BYTES if limit is None else limit
     entries = []
     now = time.time()
-    for e in base.iterdir():
+    try:
+        listing = list(base.iterdir())
+    except OSError:
+        return  # no cache (yet)
+    for e in listing:
         try:
             if not e.is_dir():
                 continue
