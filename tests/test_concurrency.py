@@ -196,3 +196,18 @@ def test_a_file_rewritten_in_the_shared_cache_is_never_read_half_written(tmp_pat
     asserted)."""
     assert _race(tmp_path / "cert.json", "atomic") == ["BAD 0", "BAD 0"]
     assert not [p for p in tmp_path.iterdir() if p.name != "cert.json"]  # no scratch left
+
+
+def test_eviction_deletes_scratch_a_dead_process_left_and_keeps_scratch_in_use(tmp_path):
+    """A ``put-`` or ``del-`` folder older than SCRATCH_STALE_S was left by a process that died
+    (killed while storing or deleting): eviction deletes it. A younger one may be another
+    process's store in progress: kept, and never counted or evicted as an entry."""
+    models = tmp_path / "verilator-models"
+    old = time.time() - verilator.SCRATCH_STALE_S - 60
+    for name, age in (("put-old", old), ("del-old", old), ("put-new", None)):
+        (models / name).mkdir(parents=True)
+        (models / name / "Vtb").write_bytes(b"x" * 100)
+        if age is not None:
+            os.utime(models / name, (age, age))
+    verilator._cache_evict(models, limit=0)
+    assert sorted(p.name for p in models.iterdir()) == ["put-new"]
