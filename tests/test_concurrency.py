@@ -211,3 +211,25 @@ def test_eviction_deletes_scratch_a_dead_process_left_and_keeps_scratch_in_use(t
             os.utime(models / name, (age, age))
     verilator._cache_evict(models, limit=0)
     assert sorted(p.name for p in models.iterdir()) == ["put-new"]
+
+
+def _open_descriptors(_job: object) -> dict:
+    return {"fds": sorted(int(n) for n in os.listdir("/proc/self/fd"))}
+
+
+def test_the_gates_analysis_child_holds_no_other_threads_descriptors():
+    """The gate's analysis is a fork of the grading process; a copy of another thread's pipe or
+    half-copied model held there for seconds kept that pipe from its EOF and the model's exec
+    from running (ETXTBSY). The child keeps 0-2 and its own result pipe only."""
+    from cdc_env.gate import _in_child
+
+    r, w = os.pipe()  # stands for another thread's descriptors
+    try:
+        out, _cpu, detail = _in_child(_open_descriptors, None)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert out is not None, detail
+    extra = [fd for fd in out["fds"] if fd > 2]
+    assert r not in extra and w not in extra, out
+    assert len(extra) <= 2, out  # the result pipe, and the descriptor listdir itself opened
