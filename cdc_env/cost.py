@@ -30,6 +30,7 @@ import os
 import time
 from dataclasses import asdict
 
+from . import paths
 from .grade import grade
 from .parity import compare_design
 from .report import Report
@@ -99,9 +100,9 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
     row.update(fixed_cpu_s=round(fixed, 3), crossover=model.crossover(vis), peak_rss_mib=round(rss / 1024, 1),
                model=asdict(model), runtime_once_cpu_s=runtime_once_cpu())
     if save:
-        p = model_path(task.id)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps({"task": task.id, "model": asdict(model), "row": row}, indent=1))
+        # the shared cache: a grade choosing its simulator may read it meanwhile
+        doc = {"task": task.id, "model": asdict(model), "row": row}
+        paths.write_atomic(model_path(task.id), json.dumps(doc, indent=1))
     return row
 
 

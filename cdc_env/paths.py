@@ -15,6 +15,7 @@ pyproject.toml). Everything else asks this module, never ``__file__`` arithmetic
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
@@ -101,3 +102,16 @@ def cache_root() -> Path:
         return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "cdc_env"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: to a scratch name beside it, then renamed
+    over it. For files in the shared cache that another process may read at any moment (it sees
+    the old content or the new, never a half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

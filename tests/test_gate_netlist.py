@@ -560,6 +560,61 @@ def test_copies_made_by_different_logic_of_the_same_value_are_redundant():
     assert "CDC-REDUNDANT" in rules(text), gate(text).findings
 
 
+# ----- a register the reset branch assigns and the clocked branch does not (or only in part) -----
+# yosys-slang built no flop for such bits and drove them with x (then 0): the design's register
+# lost its reset value and a correct design failed silently (red team hr3). synth.held_registers.
+LOADED_ONLY = REF.replace("  reg  busy_q;\n", "  reg  busy_q;\n  reg  [3:0] one_q;\n", 1).replace(
+    "      busy_q <= 1'b0;\n", "      busy_q <= 1'b0;\n      one_q  <= 4'd1;\n", 1).replace(
+    "busy_q && ack_s == req_q)", "busy_q && ack_s == req_q && one_q == 4'd1)", 1)
+LOADED_IN_PART = REF.replace("  reg  busy_q;\n", "  reg  busy_q;\n  reg  [3:0] mode_q;\n", 1).replace(
+    "      busy_q <= 1'b0;\n", "      busy_q <= 1'b0;\n      mode_q <= 4'b1000;\n", 1).replace(
+    "      done_o <= 1'b0;\n      if (",
+    "      done_o <= 1'b0;\n      mode_q[0] <= start_i;\n      if (", 1).replace(
+    "busy_q && ack_s == req_q)", "busy_q && ack_s == req_q && mode_q[3])", 1)
+
+
+@pytest.mark.parametrize("text", [LOADED_ONLY, LOADED_IN_PART], ids=["whole", "in-part"])
+def test_a_register_loaded_only_by_its_reset_keeps_the_reset_value(text):
+    assert text.count("one_q") + text.count("mode_q") >= 3, "the edit no longer applies to the reference"
+    res = gate(text)
+    assert res.status == "pass", res.findings
+    v = res.netlist["verilog"]
+    if "one_q" in text:
+        assert "assign one_q = 4'h1;" in v, v
+    else:  # the bits only the reset writes keep its value (100), where they were a constant 0
+        assert "assign mode_q[3:1] = 3'h4;" in v, v
+    from cdc_env.grade import grade
+
+    r = grade(HS, text, sim="icarus", hidden=8)
+    assert r["verdict"] == "pass", (r["reason"], [s for s in r["stages"] if s["status"] != "pass"])
+
+
+def test_holds_are_written_only_where_they_cannot_change_meaning():
+    from cdc_env.gate.synth import held_registers
+
+    text = """module m(input c, r, d, output reg q, output reg [1:0] w, output reg t, output reg z);
+  reg [7:0] mem [0:3]; integer i; reg b;
+  always @(posedge c or negedge r)
+    if (!r) begin q <= 0; w <= 2'b01; mem[0] <= 0; i = 0; b <= 1; end else {q, w[0]} <= {d, d};
+  always @(posedge c or negedge r) begin : blk
+    reg loc;
+    if (!r) begin t <= 1; loc <= 0; end else begin loc = d; t <= loc; i++; end
+  end
+  always @* b = d;
+  always @(posedge c) if (!r) z <= d;
+endmodule
+"""
+    out = held_registers(text, frozenset({"q", "w", "t", "mem", "i", "loc", "b", "z"}))
+    # one line each, inserted where the blocks start: line numbers do not move
+    assert out.count("\n") == text.count("\n")
+    assert "begin q <= q; w <= w; if (!r)" in out
+    assert "t <= t; if (!r)" in out  # after the named block's declaration
+    # a memory; blocking writes; declared in the block; two processes; a block with one edge
+    for name in ("mem", "i", "loc", "b", "z"):
+        assert f"{name} <= {name};" not in out, name
+    assert held_registers(text, frozenset()) == text
+
+
 def test_a_synchronizer_input_that_is_its_flop_through_cells_is_that_flop():
     """``ack_q ? 1'b1 : 1'b0`` (what a 1-bit enum compare becomes) and ``!(!req_q)`` compute the
     flop and cannot glitch: the gate takes them as the flop (CDC-SRCLOGIC refused them before)

@@ -811,6 +811,29 @@ def test_a_runner_that_dies_never_passes_the_seeds_it_did_not_report(death, tmp_
     assert r["verdict"] == "fail" and r["seeds"]["visible"]["results"] == alone["seeds"]["visible"]["results"]
 
 
+@pytest.mark.parametrize("zygote", [False, True])
+def test_a_simulator_the_runner_cannot_start_is_a_tool_error_not_a_failed_seed(zygote, monkeypatch):
+    """The stage runner's child exits 127 when exec fails (a model held open for writing by another
+    process is ETXTBSY: the red team's one-off "exit status 127") and 126 when its filter cannot
+    be installed. It says so first on the seed's stderr, and the seed is a tool_error: nothing
+    was judged. Before, it was a failing seed -- a wrong verdict for a correct design."""
+    from cdc_env.sim import stage as sim_stage
+    from cdc_env.sim.base import seed_plusargs
+    from cdc_env.sim.stage import run_seeds, scratch_build
+
+    missing = "./no-such-simulator"
+    task = load_task("handshake")
+    sim = get_simulator("icarus")
+    monkeypatch.setenv(sim_stage.ZYGOTE_ENV, "1" if zygote else "0")
+    monkeypatch.setattr(sim, "seed_argv", lambda b, plan, settle: [missing, *seed_plusargs(plan, settle)])
+    monkeypatch.setattr(sim, "zygote_argv", lambda b: ([missing, "+cdc_zygote_slot"], 1))
+    with scratch_build(sim, task, task.files(task.reference_text)) as build:
+        assert build.status == "pass", build.log
+        results = run_seeds(sim, build, task, [1, 2], settle=True)
+    assert [r.status for r in results] == ["tool_error"] * 2, [(r.status, r.reason) for r in results]
+    assert "cannot start the simulator" in results[0].reason, results[0].reason
+
+
 def _exhaust(sim: str) -> str:
     """Seed 2 floods its output, seed 3 writes past its file-size limit, seed 4 spins forever
     (CPU); on Verilator seed 6 also takes more memory than its limit, in three processes."""

@@ -217,6 +217,11 @@ def _in_child(fn, job) -> tuple[dict | None, float, str]:
         code = 0
         try:
             os.close(r)
+            # Every descriptor but 0-2 and the result pipe is another thread's (the grader runs
+            # grades side by side in threads): a copy held here for seconds kept their pipes from
+            # reaching EOF and a model being copied open for writing (ETXTBSY on its exec).
+            os.closerange(3, w)
+            os.closerange(w + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
             faulthandler.disable()  # a crash here is reported by the parent, not dumped on stderr
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT_S, CPU_LIMIT_S + 1))
             if limit_as:

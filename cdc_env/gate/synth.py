@@ -261,6 +261,122 @@ def automatic_lifetime(text: str) -> str:
     return data.decode("utf-8")
 
 
+def _lhs_roots(expr, out: set[str]) -> None:  # noqa: ANN001 -- a pyslang syntax node
+    """Names of the variables an assignment's left-hand side writes, when it writes them by a
+    plain name, a select of one, or a concatenation of those; other forms add nothing."""
+    from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    kind = expr.kind
+    if kind in (syntax.SyntaxKind.IdentifierName, syntax.SyntaxKind.IdentifierSelectName):
+        out.add(expr.identifier.valueText)
+    elif kind == syntax.SyntaxKind.ConcatenationExpression:
+        for item in expr.expressions:
+            _lhs_roots(item, out)
+
+
+def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
+    """``text`` with ``v <= v;`` written first in every asynchronously reset always block, for
+    each variable ``v`` of ``names`` that the block writes only by nonblocking assignment.
+
+    yosys-slang builds no flop for a variable that an ``always @(posedge clk or negedge rst_n)``
+    block assigns in its reset branch and not (or only in part) in its clocked branch: it drives
+    the variable with x (``setundef`` then makes it 0), where the RTL -- and every simulator of it
+    -- keeps the reset value until the next reset (``if (!rst_n) one_q <= 4'd1;`` alone, or
+    ``st_q <= 4'b0101`` in reset with only ``st_q[0]`` written after). A correct design then fails
+    with no finding naming the cause. ``synthesize`` finds such variables in the front end's
+    netlist (``_dropped_by_front_end``) and synthesizes again from this text with their holds;
+    every other netlist is unchanged. Writing the hold explicitly changes nothing the RTL means: a
+    nonblocking assignment of a variable's own value is overridden by every later one to it in the
+    same block, and is the hold itself where there is none. It is inserted only where it cannot
+    change meaning: the block has two or more edge events (an asynchronous load), ``v`` is declared
+    with no unpacked dimension and not inside the block (so the inserted name is the same
+    variable), and nothing else in the text writes a variable of that name -- no blocking
+    assignment or increment in the block, no other process, no continuous assignment (a variable
+    driven from two processes stays as it was, for the rules to judge). Inserted on the line it
+    precedes, so line numbers of findings do not move.
+    """
+    from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    blocking = {k for k in K.__members__
+                if k.endswith("AssignmentExpression") and k != "NonblockingAssignmentExpression"}
+    bumps = {"PostdecrementExpression", "PostincrementExpression", "UnaryPredecrementExpression",
+             "UnaryPreincrementExpression"}
+    try:
+        root = syntax.SyntaxTree.fromText(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    # Every declarator of the text: a name declared with an unpacked dimension anywhere (a memory)
+    # is never inserted, nor one the text does not declare.
+    declared: dict[str, bool] = {}
+
+    def declarators(node) -> None:  # noqa: ANN001
+        if node.kind == K.Declarator:
+            name = node.name.valueText
+            declared[name] = declared.get(name, False) or len(node.dimensions) > 0
+
+    root.visit(declarators)
+    # How many assignments of each name the whole text has, any kind, anywhere.
+    writes: dict[str, int] = {}
+
+    def assignments(node) -> None:  # noqa: ANN001
+        kind = node.kind.name
+        names: set[str] = set()
+        if kind in blocking or kind == "NonblockingAssignmentExpression":
+            _lhs_roots(node.left, names)
+        elif kind in bumps:
+            _lhs_roots(node.operand, names)
+        for name in names:
+            writes[name] = writes.get(name, 0) + 1
+
+    root.visit(assignments)
+    edits: list[tuple[int, str]] = []
+
+    def always(node) -> None:  # noqa: ANN001
+        if node.kind not in (K.AlwaysBlock, K.AlwaysFFBlock):
+            return
+        body = node.statement
+        if body.kind != K.TimingControlStatement or body.timingControl.kind != K.EventControlWithExpression:
+            return
+        edges = [0]
+        nba: dict[str, int] = {}
+        local: set[str] = set()
+
+        def scan(n) -> None:  # noqa: ANN001
+            kind = n.kind
+            if kind == K.SignalEventExpression and n.edge.valueText in ("posedge", "negedge", "edge"):
+                edges[0] += 1
+            elif kind == K.NonblockingAssignmentExpression:
+                names: set[str] = set()
+                _lhs_roots(n.left, names)
+                for name in names:
+                    nba[name] = nba.get(name, 0) + 1
+            elif kind == K.Declarator:
+                local.add(n.name.valueText)
+
+        body.timingControl.visit(scan)
+        inner = body.statement
+        inner.visit(scan)
+        held = sorted(v for v, n in nba.items()
+                      if v in names and v not in local and declared.get(v) is False and writes.get(v) == n)
+        if edges[0] < 2 or not held:
+            return
+        holds = " ".join(f"{v} <= {v};" for v in held)
+        if inner.kind == K.SequentialBlockStatement:
+            first = next((i for i in inner.items if i.kind.name.endswith("Statement")), None)
+            if first is not None:
+                edits.append((first.getFirstToken().location.offset, holds + " "))
+        else:
+            edits.append((inner.getFirstToken().location.offset, f"begin {holds} "))
+            edits.append((inner.getLastToken().location.offset + len(inner.getLastToken().rawText), " end"))
+
+    root.visit(always)
+    data = text.encode("utf-8")
+    for off, ins in sorted(edits, reverse=True):
+        data = data[:off] + ins.encode("utf-8") + data[off:]
+    return data.decode("utf-8")
+
+
 def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     """Synthesize ``files`` under ``top`` in ``workdir`` (in a child: may end the process).
 
@@ -269,10 +385,9 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     from pyosys import libyosys as ys  # noqa: PLC0415 -- loaded only in the gate's child
 
     workdir = Path(workdir)
-    names = []
+    names = list(files)
     for name, text in files.items():
         (workdir / name).write_text(automatic_lifetime(text), encoding="utf-8")
-        names.append(name)
     (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
     log = workdir / "yosys.log"
     # Yosys logs to stdout (C++ streams): point file descriptor 1 at the log, so that a message
@@ -282,12 +397,20 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     os.dup2(fd, 2)
     os.close(fd)
     os.chdir(workdir)
-    design = ys.Design()
     undef = " ".join(f"-U {m}" for m in SLANG_MACROS)
-    ys.run_pass(f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
-                "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
-                "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
-                f"--error-limit 20 --top {top} {STUB_NAME} " + " ".join(names), design)
+    read = (f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
+            "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
+            "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
+            f"--error-limit 20 --top {top} {STUB_NAME} " + " ".join(names))
+    design = ys.Design()
+    ys.run_pass(read, design)
+    dropped = _dropped_by_front_end(ys, design)
+    held = {name: held_registers(text, dropped) for name, text in files.items()} if dropped else files
+    if held != files:  # registers the front end lost (held_registers): again, with their holds written
+        for name, text in held.items():
+            (workdir / name).write_text(automatic_lifetime(text), encoding="utf-8")
+        design = ys.Design()
+        ys.run_pass(read, design)
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
     # `hierarchy` would resize every instance of a parametric black box to the ports of its
     # first parameterization (cdc_sync_bus #(3) and #(5) in one design).
@@ -360,6 +483,21 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     verilog = "\n".join(_one_semantics(ln) for ln in verilog.splitlines()
                         if not ln.startswith("/* Generated by Yosys")) + "\n"
     return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning")}
+
+
+def _dropped_by_front_end(ys, design) -> frozenset[str]:  # noqa: ANN001 -- pyosys objects
+    """Names of the variables that read_slang drives, in whole or in part, by an all-x constant:
+    what it makes of bits an asynchronously reset always block assigns in its reset branch only
+    (see held_registers; a variable with no such bits is never driven so)."""
+    found: set[str] = set()
+    for module in design.modules_.values():
+        for cell in module.cells_.values():
+            if cell.type.str() != "$buf":
+                continue
+            a, y = cell.getPort(ys.IdString("\\A")), cell.getPort(ys.IdString("\\Y"))
+            if a.is_fully_undef():
+                found.update(b.wire.name.str().lstrip("\\") for b in y.to_sigbit_vector() if b.is_wire())
+    return frozenset(found)
 
 
 def _held_while_equal(ys, module) -> None:  # noqa: ANN001 -- pyosys objects, loaded in the child only

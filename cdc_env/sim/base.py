@@ -201,6 +201,11 @@ def new_nonce() -> int:
     return secrets.randbits(64)
 
 
+# What the stage runner's child writes first on the seed's stderr when the simulator could not be
+# started (trusted/stage/cdc_seed_runner.c).
+RUNNER_FAILED = "CDC-RUNNER: "
+
+
 def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
     """Turn one simulator run into a seed result, trusting only the nonce-bearing line."""
     tag = f"{nonce:016x}"
@@ -214,6 +219,10 @@ def parse_verdict(seed: int, proc: ProcResult, nonce: int) -> SeedResult:
         return res
     if proc.output_exceeded:
         res.reason = "simulation output exceeded its limit"
+        return res
+    if proc.returncode in (126, 127) and proc.stderr.startswith(RUNNER_FAILED) and not lines:
+        # the stage runner's child failed before the simulator ran (trusted/stage): nothing judged
+        res.status, res.reason = "tool_error", proc.stderr.splitlines()[0][len(RUNNER_FAILED):][:200]
         return res
     if "CDCV-SETUP-ERROR" in proc.stdout and not lines:
         res.status, res.reason = "tool_error", "testbench set-up error: " + proc.stdout.strip()[-200:]

@@ -202,10 +202,7 @@ def issue_certificate(task: Task, design_text: str, results: list[SeedResult], *
         "results": {str(r.seed): key_list(r)[1:] for r in results},
     }
     path = cert_path(task, design_text, settle)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp" + secrets.token_hex(4))
-    tmp.write_text(json.dumps({"body": body, "mac": _mac(body)}, indent=1, sort_keys=True))
-    tmp.replace(path)
+    paths.write_atomic(path, json.dumps({"body": body, "mac": _mac(body)}, indent=1, sort_keys=True))
     return path
 
 

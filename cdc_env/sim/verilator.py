@@ -25,7 +25,10 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   task tops and the design files -- so a re-grade of the same patch does not rebuild the model.
   The cache is bounded (``MODEL_CACHE_BYTES``, least recently used entries go first), lives
   outside the sandbox's view, and hands each grade a *copy* (a design cannot alter the cached
-  binary through its scratch directory). ``CDC_ENV_MODEL_CACHE=0`` switches it off.
+  binary through its scratch directory), made by a child process (``copy_executable``: a file
+  this process held open for writing could not be exec'd while a child forked meanwhile lives).
+  Entries are published and retired whole, by rename (docs/sandbox.md, "Grades side by side").
+  ``CDC_ENV_MODEL_CACHE=0`` switches it off.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
@@ -136,6 +139,7 @@ _DPI_DECL = re.compile(r"^\s*extern\s+[^(;]*?\b(\w+)\s*\(", re.M)
 TRUSTED_DPI = frozenset({"cdc_verdict"})
 MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
 MODEL_CACHE_BYTES = 512 << 20
+HAZARDS_FILE = "batch_hazards.json"  # a build's batch hazards (``batch_hazards``), beside its model
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -349,39 +353,128 @@ def _model_cache() -> Path | None:
     return cache_root() / "verilator-models"
 
 
+# Names of a model-cache folder that is not an entry: one being written (``put-``) or one taken out
+# of the cache to be deleted (``del-``). Such folders older than SCRATCH_STALE_S were left by a
+# process that died and are deleted by the next eviction.
+_SCRATCH = ("put-", "del-")
+SCRATCH_STALE_S = 3600.0
+_ENTRY_FILES = ("Vtb", HAZARDS_FILE, "log")
+
+
+def copy_executable(src: Path, dest: Path) -> None:
+    """Copy the executable ``src`` to ``dest`` in a child process (``cp``). Raises OSError.
+
+    Not in this process: a file it holds open for writing is inherited by every child another of
+    its threads forks meanwhile (the gate forks its analysis, the seed stages spawn sandboxes), and
+    Linux refuses to exec a file that is open for writing anywhere (ETXTBSY) -- the seeds of that
+    grade would then fail to start ("exit status 127"), a verdict decided by what ran beside it.
+    """
+    proc = subprocess.run(["cp", "--", str(src), str(dest)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not dest.is_file():
+        dest.unlink(missing_ok=True)
+        raise OSError(f"copying {src.name}: {proc.stderr.strip()[-200:] or proc.returncode}")
+
+
+def _retire(entry: Path) -> None:
+    """Take ``entry`` out of the cache at once (an atomic rename to a ``del-`` name no reader
+    looks up), then delete it. A reader never sees part of an entry under its key, and a process
+    killed inside the deletion leaves only a ``del-`` folder, never a half entry blocking its key."""
+    gone = entry.parent / f"del-{secrets.token_hex(8)}"
+    try:
+        entry.rename(gone)
+    except OSError:
+        return  # already retired (or replaced) by another process
+    shutil.rmtree(gone, ignore_errors=True)
+
+
 def _cache_get(key: str, workdir: Path) -> str | None:
-    """Copy a cached model into ``workdir``; its build log, or None on a miss."""
+    """Copy a cached model into ``workdir``; its build log, or None on a miss.
+
+    An entry is never rewritten in place (``_cache_put`` publishes it whole by rename, eviction
+    retires it whole by rename), so a hit copies one complete build. The model is copied by a
+    child process (``copy_executable``) so that it can be exec'd at once.
+    """
     base = _model_cache()
     entry = base / key if base else None
     if entry is None or not (entry / "ok").is_file():
         return None
     try:
-        shutil.copy2(entry / "Vtb", workdir / "Vtb")
-        shutil.copy2(entry / HAZARDS_FILE, workdir / HAZARDS_FILE)
-        os.utime(entry)  # least recently used goes first
-        return (entry / "log").read_text(encoding="utf-8")
+        log = (entry / "log").read_text(encoding="utf-8")
+        copy_executable(entry / "Vtb", workdir / "Vtb")
+        shutil.copyfile(entry / HAZARDS_FILE, workdir / HAZARDS_FILE)
     except OSError:
+        if (entry / "ok").is_file() and not all((entry / f).is_file() for f in _ENTRY_FILES):
+            _retire(entry)  # marked but incomplete (left by an older version): never a hit again
         return None
+    try:
+        os.utime(entry)  # least recently used goes first
+    except OSError:
+        pass  # retired meanwhile: the copy is whole all the same
+    return log
 
 
 def _cache_put(key: str, workdir: Path, log: str) -> None:
+    """Store a passing build under its patch fingerprint: written whole in a ``put-`` folder and
+    renamed into place. The first store of a key wins (the same inputs built the same model); a
+    folder under the key without its mark or its files (an interrupted deletion) is replaced."""
     base = _model_cache()
     if base is None:
         return
     try:
         base.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix="put-", dir=base))
-        shutil.copy2(workdir / "Vtb", tmp / "Vtb")
-        shutil.copy2(workdir / HAZARDS_FILE, tmp / HAZARDS_FILE)
-        (tmp / "log").write_text(log, encoding="utf-8")
-        (tmp / "ok").write_text("")
         try:
-            tmp.rename(base / key)
-        except OSError:  # another grade stored the same patch first
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copy2(workdir / "Vtb", tmp / "Vtb")
+            shutil.copy2(workdir / HAZARDS_FILE, tmp / HAZARDS_FILE)
+            (tmp / "log").write_text(log, encoding="utf-8")
+            (tmp / "ok").write_text("")
+            final = base / key
+            for _ in range(2):
+                try:
+                    tmp.rename(final)
+                    break
+                except OSError:
+                    if all((final / f).is_file() for f in (*_ENTRY_FILES, "ok")):
+                        break  # another grade stored the same patch first
+                    _retire(final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing left once renamed
         _cache_evict(base)
     except OSError:
         pass
+
+
+def _cache_evict(base: Path, limit: int | None = None) -> None:
+    """Retire the least recently used entries until the cache holds ``limit`` bytes at most
+    (MODEL_CACHE_BYTES); delete scratch folders a dead process left. Safe beside other processes
+    doing the same: every removal is a retirement (``_retire``), and an entry that vanishes while
+    it is measured is skipped."""
+    limit = MODEL_CACHE_BYTES if limit is None else limit
+    entries = []
+    now = time.time()
+    try:
+        listing = list(base.iterdir())
+    except OSError:
+        return  # no cache (yet)
+    for e in listing:
+        try:
+            if not e.is_dir():
+                continue
+            if e.name.startswith(_SCRATCH):
+                if now - e.stat().st_mtime > SCRATCH_STALE_S:
+                    shutil.rmtree(e, ignore_errors=True)
+                continue
+            size = sum(f.stat().st_size for f in e.iterdir() if f.is_file())
+            entries.append((e.stat().st_mtime, size, e))
+        except OSError:
+            continue  # retired by another process meanwhile
+    total = sum(size for _, size, _ in entries)
+    for _, size, e in sorted(entries):
+        if total <= limit:
+            break
+        _retire(e)
+        total -= size
 
 
 def _read_hazards(workdir: Path) -> list[str] | None:
@@ -391,21 +484,6 @@ def _read_hazards(workdir: Path) -> list[str] | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
-
-
-def _cache_evict(base: Path, limit: int | None = None) -> None:
-    limit = MODEL_CACHE_BYTES if limit is None else limit
-    entries = []
-    for e in base.iterdir():
-        if e.is_dir() and not e.name.startswith("put-"):
-            size = sum(f.stat().st_size for f in e.iterdir() if f.is_file())
-            entries.append((e.stat().st_mtime, size, e))
-    total = sum(size for _, size, _ in entries)
-    for _, size, e in sorted(entries):
-        if total <= limit:
-            break
-        shutil.rmtree(e, ignore_errors=True)
-        total -= size
 
 
 class Verilator(Simulator):
@@ -578,7 +656,6 @@ _HAZARDS = (
     ("class", re.compile(r"^(?:VlClass|VlProcess|std::process|std::semaphore|std::mailbox)")),
 )
 _NOT_HAZARDS = re.compile(r"^VL_(?:SCOPED_)?RAND_RESET_[A-Z]+$")
-HAZARDS_FILE = "batch_hazards.json"
 
 
 def batch_hazards(obj_dir: Path) -> list[str]:

@@ -347,8 +347,15 @@ static void exec_child(char** argv, int out_fd, int err_fd, const int* keep, int
     close_from(3 + nkeep);
     setenv(env_name, nkeep == 1 ? "3" : "3,4", 1);
     signal(SIGPIPE, SIG_DFL);
-    if (install_filter(g_self, g_pgrp, server ? getpid() : 0) != 0) _exit(126);
+    /* The two ways this child can fail before the simulator runs say so first on its stderr
+     * (the seed's own pipe, empty until now), so the grader reports a tool error, not a seed
+     * that failed: a simulator that could not be started judged nothing. */
+    if (install_filter(g_self, g_pgrp, server ? getpid() : 0) != 0) {
+        dprintf(2, "CDC-RUNNER: the seccomp filter could not be installed\n");
+        _exit(126);
+    }
     execvp(argv[0], argv);
+    dprintf(2, "CDC-RUNNER: cannot start the simulator: %s\n", strerror(errno));
     _exit(127);
 }
 
