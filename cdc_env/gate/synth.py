@@ -274,6 +274,72 @@ def _lhs_roots(expr, out: set[str]) -> None:  # noqa: ANN001 -- a pyslang syntax
             _lhs_roots(item, out)
 
 
+def _async_blocks(root) -> list:  # noqa: ANN001 -- a pyslang syntax node
+    """The statements of the always blocks under ``root`` whose event list has two or more edges
+    (an asynchronous reset or load: what the front end models as such, or refuses)."""
+    from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    found = []
+
+    def visit(node) -> None:  # noqa: ANN001
+        if node.kind not in (K.AlwaysBlock, K.AlwaysFFBlock):
+            return
+        body = node.statement
+        if body.kind != K.TimingControlStatement or body.timingControl.kind != K.EventControlWithExpression:
+            return
+        edges = [0]
+
+        def count(n) -> None:  # noqa: ANN001
+            if n.kind == K.SignalEventExpression and n.edge.valueText in ("posedge", "negedge", "edge"):
+                edges[0] += 1
+
+        body.timingControl.visit(count)
+        if edges[0] >= 2:
+            found.append(body.statement)
+
+    root.visit(visit)
+    return found
+
+
+def _insert(text: str, edits: list[tuple[int, str]]) -> str:
+    """``text`` with each (byte offset, text) of ``edits`` inserted."""
+    data = text.encode("utf-8")
+    for off, ins in sorted(edits, reverse=True):
+        data = data[:off] + ins.encode("utf-8") + data[off:]
+    return data.decode("utf-8")
+
+
+def plain_async_ifs(text: str) -> str:
+    """``text`` without the ``unique``/``unique0``/``priority`` of every ``if`` inside an
+    asynchronously reset always block (each keyword blanked: lines and columns do not move).
+
+    yosys-slang refuses ``priority if (!rst_n) ... else ...`` as an asynchronous load ("simple
+    if-else pattern expected"), a correct design refused as GATE-SYNTH. The keywords only add
+    run-time checks that an if's conditions do not overlap or that one matches; the netlist the
+    simulators run carries no such check either way, so the design synthesizes to what it means.
+    A text with no such keyword is returned unchanged."""
+    from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    try:
+        root = syntax.SyntaxTree.fromText(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    spans: list[tuple[int, int]] = []
+
+    def visit(node) -> None:  # noqa: ANN001
+        if node.kind == syntax.SyntaxKind.ConditionalStatement and node.uniqueOrPriority.rawText:
+            tok = node.uniqueOrPriority
+            spans.append((tok.location.offset, len(tok.rawText)))
+
+    for statement in _async_blocks(root):
+        statement.visit(visit)
+    data = bytearray(text.encode("utf-8"))
+    for off, n in spans:
+        data[off:off + n] = b" " * n
+    return data.decode("utf-8")
+
+
 def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
     """``text`` with ``v <= v;`` written first in every asynchronously reset always block, for
     each variable ``v`` of ``names`` that the block writes only by nonblocking assignment.
@@ -331,36 +397,24 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
 
     root.visit(assignments)
     edits: list[tuple[int, str]] = []
-
-    def always(node) -> None:  # noqa: ANN001
-        if node.kind not in (K.AlwaysBlock, K.AlwaysFFBlock):
-            return
-        body = node.statement
-        if body.kind != K.TimingControlStatement or body.timingControl.kind != K.EventControlWithExpression:
-            return
-        edges = [0]
+    for inner in _async_blocks(root):
         nba: dict[str, int] = {}
         local: set[str] = set()
 
-        def scan(n) -> None:  # noqa: ANN001
-            kind = n.kind
-            if kind == K.SignalEventExpression and n.edge.valueText in ("posedge", "negedge", "edge"):
-                edges[0] += 1
-            elif kind == K.NonblockingAssignmentExpression:
-                names: set[str] = set()
-                _lhs_roots(n.left, names)
-                for name in names:
+        def scan(n, nba: dict[str, int] = nba, local: set[str] = local) -> None:  # noqa: ANN001
+            if n.kind == K.NonblockingAssignmentExpression:
+                names_: set[str] = set()
+                _lhs_roots(n.left, names_)
+                for name in names_:
                     nba[name] = nba.get(name, 0) + 1
-            elif kind == K.Declarator:
+            elif n.kind == K.Declarator:
                 local.add(n.name.valueText)
 
-        body.timingControl.visit(scan)
-        inner = body.statement
         inner.visit(scan)
         held = sorted(v for v, n in nba.items()
                       if v in names and v not in local and declared.get(v) is False and writes.get(v) == n)
-        if edges[0] < 2 or not held:
-            return
+        if not held:
+            continue
         holds = " ".join(f"{v} <= {v};" for v in held)
         if inner.kind == K.SequentialBlockStatement:
             first = next((i for i in inner.items if i.kind.name.endswith("Statement")), None)
@@ -369,12 +423,7 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
         else:
             edits.append((inner.getFirstToken().location.offset, f"begin {holds} "))
             edits.append((inner.getLastToken().location.offset + len(inner.getLastToken().rawText), " end"))
-
-    root.visit(always)
-    data = text.encode("utf-8")
-    for off, ins in sorted(edits, reverse=True):
-        data = data[:off] + ins.encode("utf-8") + data[off:]
-    return data.decode("utf-8")
+    return _insert(text, edits)
 
 
 def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
@@ -387,7 +436,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     workdir = Path(workdir)
     names = list(files)
     for name, text in files.items():
-        (workdir / name).write_text(automatic_lifetime(text), encoding="utf-8")
+        (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
     (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
     log = workdir / "yosys.log"
     # Yosys logs to stdout (C++ streams): point file descriptor 1 at the log, so that a message
@@ -408,7 +457,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     held = {name: held_registers(text, dropped) for name, text in files.items()} if dropped else files
     if held != files:  # registers the front end lost (held_registers): again, with their holds written
         for name, text in held.items():
-            (workdir / name).write_text(automatic_lifetime(text), encoding="utf-8")
+            (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
         design = ys.Design()
         ys.run_pass(read, design)
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
