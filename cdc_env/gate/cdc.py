@@ -417,9 +417,9 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
     for name, nn in net.module.get("netnames", {}).items():
         if "init" in nn.get("attributes", {}) and not nn.get("hide_name", 0):
             file, line = _src(nn["attributes"].get("src", ""))
-            out.append(finding("POL-INITIAL", f"'{name}' has an initial value; give it a reset instead "
-                               "(initial values are not part of the design the grader accepts)",
-                               file=file, line=line))
+            out.append(finding("POL-INITIAL", f"'{name}' has an initial value: remove it (initial values "
+                               "are not part of the design the grader accepts; a register that needs "
+                               "a known value gets it from its reset)", file=file, line=line))
     return out
 
 
