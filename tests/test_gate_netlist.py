@@ -573,14 +573,32 @@ LOADED_IN_PART = REF.replace("  reg  busy_q;\n", "  reg  busy_q;\n  reg  [3:0] m
     "busy_q && ack_s == req_q)", "busy_q && ack_s == req_q && mode_q[3])", 1)
 
 
-@pytest.mark.parametrize("text", [LOADED_ONLY, LOADED_IN_PART], ids=["whole", "in-part"])
+# bare ifs (no else, which the front end refused as an asynchronous load) in a generate block, on
+# an active-high reset: the front end names these variables by their path (g_k[0].kq)
+LOADED_IN_GENERATE = REF.replace("  reg  busy_q;\n", """  reg  busy_q;
+  wire rst_a = ~rst_a_ni;
+  wire [1:0] gk;
+  genvar gi;
+  generate for (gi = 0; gi < 2; gi = gi + 1) begin : g_k
+    reg kq;
+    always @(posedge clk_a_i or posedge rst_a) if (rst_a) kq <= 1'b1;
+    assign gk[gi] = kq;
+  end endgenerate
+""", 1).replace("busy_q && ack_s == req_q)", "busy_q && ack_s == req_q && gk == 2'b11)", 1)
+
+
+@pytest.mark.parametrize("text", [LOADED_ONLY, LOADED_IN_PART, LOADED_IN_GENERATE],
+                         ids=["whole", "in-part", "generate-bare-if"])
 def test_a_register_loaded_only_by_its_reset_keeps_the_reset_value(text):
-    assert text.count("one_q") + text.count("mode_q") >= 3, "the edit no longer applies to the reference"
+    uses = ("one_q == 4'd1", "&& mode_q[3]", "&& gk == 2'b11")
+    assert sum(text.count(u) for u in uses) == 1, "the edit no longer applies to the reference"
     res = gate(text)
     assert res.status == "pass", res.findings
     v = res.netlist["verilog"]
     if "one_q" in text:
         assert "assign one_q = 4'h1;" in v, v
+    elif "gk ==" in text:
+        assert "gk = 2'h3;" in v, v
     else:  # the bits only the reset writes keep its value (100), where they were a constant 0
         assert "assign mode_q[3:1] = 3'h4;" in v, v
     from cdc_env.grade import grade

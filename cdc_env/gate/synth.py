@@ -311,33 +311,43 @@ def _insert(text: str, edits: list[tuple[int, str]]) -> str:
 
 
 def plain_async_ifs(text: str) -> str:
-    """``text`` without the ``unique``/``unique0``/``priority`` of every ``if`` inside an
-    asynchronously reset always block (each keyword blanked: lines and columns do not move).
+    """``text`` with the if statements of every asynchronously reset always block in the one form
+    the front end takes for an asynchronous load: no ``unique``/``unique0``/``priority`` (each
+    keyword blanked) and, on an if that is a statement of the block itself, an else (`` else ;``
+    written after it where it has none).
 
-    yosys-slang refuses ``priority if (!rst_n) ... else ...`` as an asynchronous load ("simple
-    if-else pattern expected"), a correct design refused as GATE-SYNTH. The keywords only add
-    run-time checks that an if's conditions do not overlap or that one matches; the netlist the
-    simulators run carries no such check either way, so the design synthesizes to what it means.
-    A text with no such keyword is returned unchanged."""
+    yosys-slang refuses ``priority if (!rst_n) ... else ...`` and a bare ``if (!rst_n) q <= V;``
+    ("simple if-else pattern expected"): correct designs refused as GATE-SYNTH. The keywords only
+    add run-time checks that an if's conditions do not overlap or that one matches, which the
+    netlist the simulators run never carries, and an empty else does nothing. Lines do not move
+    (the keywords become spaces, the else goes on the if's last line); a text without either form
+    is returned unchanged (the front end refused every such text before)."""
     from pyslang import syntax  # noqa: PLC0415 -- loaded only in the gate's child
 
+    K = syntax.SyntaxKind
     try:
         root = syntax.SyntaxTree.fromText(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
     spans: list[tuple[int, int]] = []
+    edits: list[tuple[int, str]] = []
 
     def visit(node) -> None:  # noqa: ANN001
-        if node.kind == syntax.SyntaxKind.ConditionalStatement and node.uniqueOrPriority.rawText:
+        if node.kind == K.ConditionalStatement and node.uniqueOrPriority.rawText:
             tok = node.uniqueOrPriority
             spans.append((tok.location.offset, len(tok.rawText)))
 
     for statement in _async_blocks(root):
         statement.visit(visit)
+        own = (list(statement.items) if statement.kind == K.SequentialBlockStatement else [statement])
+        for item in own:
+            if item.kind == K.ConditionalStatement and item.elseClause is None:
+                last = item.getLastToken()
+                edits.append((last.location.offset + len(last.rawText), " else ;"))
     data = bytearray(text.encode("utf-8"))
     for off, n in spans:
         data[off:off + n] = b" " * n
-    return data.decode("utf-8")
+    return _insert(data.decode("utf-8"), edits)
 
 
 def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
@@ -544,8 +554,9 @@ def _dropped_by_front_end(ys, design) -> frozenset[str]:  # noqa: ANN001 -- pyos
             if cell.type.str() != "$buf":
                 continue
             a, y = cell.getPort(ys.IdString("\\A")), cell.getPort(ys.IdString("\\Y"))
-            if a.is_fully_undef():
-                found.update(b.wire.name.str().lstrip("\\") for b in y.to_sigbit_vector() if b.is_wire())
+            if a.is_fully_undef():  # the front end names a variable by its path (u_sub.g[0].v): v
+                found.update(b.wire.name.str().lstrip("\\").rsplit(".", 1)[-1]
+                             for b in y.to_sigbit_vector() if b.is_wire())
     return frozenset(found)
 
 
