@@ -20,8 +20,12 @@ reach; with the model off every defect passes. The testbench (``testbench_text``
 it), at times drawn per seed and unrelated to either clock, and checks, 1 ps after each edge of a
 domain's clock, that its machine's output is the reset state while ``arst_ni`` is low (or still
 being released) and otherwise steps to its successor every cycle, and that it leaves reset within
-``LEAVE_MAX`` cycles of a release. ``peer_up_o`` (one domain reports that the other, ``dom``, is
-out of reset) must not rise before ``dom``'s clock has had ``UP_EDGES`` edge after a release
+``LEAVE_MAX`` cycles of a release; on hidden seeds also 1 ps after every fall and rise of
+``arst_ni`` and 1 ps after every change of an output while it is low, that every output shows its
+reset state (``_tb_reset_edges``: the stated instants, not only the samples after clock edges; the
+stimulus keeps clock edges off both neighbours of every change of ``arst_ni``, so none of these
+checks shares a time step with an edge). ``peer_up_o`` (one domain reports that the other, ``dom``,
+is out of reset) must not rise before ``dom``'s clock has had ``UP_EDGES`` (2) edges after a release
 (hidden seeds, where that clock also stops for up to ``PAUSE_MAX`` slow cycles from the first
 release on, so that a fixed wait on the reporting domain's own clock fails; the other domain's
 samples meanwhile do not count towards its ``LEAVE_MAX``, so a reset sequence may wait for
@@ -47,7 +51,11 @@ SHAPES = ("raw", "wrong", "rdc")
 # synchronized on the other clock (4 times slower at most) takes up to 3 of its edges.
 LEAVE_MAX = 16
 UP_MAX = 40  # peer_up_o rises within this many of its own clock's edges once it may
-UP_EDGES = 1  # ... that is, once the reported domain's clock has had this many edges after a release
+# ... that is, once the reported domain's clock has had this many rising edges after a release:
+# a reset synchronized to that clock (cdc_sync_reset) is released on its 2nd edge at the earliest,
+# so a domain cannot be out of reset before (a flag released raw, or by the other domain's reset,
+# can say so after one edge).
+UP_EDGES = 2
 # Hidden seeds: the reported domain's clock stops for up to this many slow cycles right after the
 # first release, so only a crossing from that domain can tell when it is out of reset.
 PAUSE_MAX = 96
@@ -157,9 +165,9 @@ def _tb_up(p: RstParams) -> str:
     the trace hash folds in the same order on every simulator). ``up_edges`` is the count of the
     reported domain's clock edges since the latest release, as it was at this sample's own edge."""
     d, o = p.dom, _other(p.dom)
-    early = (f"peer_up_o rose before clk_{d}_i had a rising edge after arst_ni rose: "
-             f"domain {d} cannot be out of reset yet")
-    late = (f"peer_up_o did not rise within {UP_MAX} clk_{o} cycles of clk_{d}_i's first edge "
+    early = (f"peer_up_o rose before clk_{d}_i had {UP_EDGES} rising edges after arst_ni rose: "
+             f"domain {d}'s reset cannot be released yet")
+    late = (f"peer_up_o did not rise within {UP_MAX} clk_{o} cycles of clk_{d}_i's edge {UP_EDGES} "
             "after arst_ni rose")
     return f"""    // peer_up_o (domain {o}): domain {d} is out of reset.
     `CDC_FOLD({{32'd3, 31'd0, peer_up_o}})
@@ -314,7 +322,7 @@ module rst_tb;
   reg [63:0] pause;
   reg [31:0] rng_r;
   reg [31:0] pulses;
-  reg [63:0] slow, gap;
+  reg [63:0] slow, gap, t_at;
   reg [8*160-1:0] msg;
   integer    k;
   wire [{p.machine("a").width - 1}:0] {p.out("a")};
@@ -348,6 +356,23 @@ module rst_tb;
     end
   endfunction
 
+  // A clock edge (of either clock, as if neither stopped) at time t: clk_a's at 1 (mod 4), clk_b's
+  // at 3 (mod 4), each at ofs + k * half.
+  function edge_at(input [63:0] t);
+    edge_at = (t >= ofs_a && (t - ofs_a) % half_a == 64'd0) || (t >= ofs_b && (t - ofs_b) % half_b == 64'd0);
+  endfunction
+  // Wait until t (even), moved on by 2 ps while a clock edge is 1 ps before or after it: every
+  // change of arst_n then has both neighbours free of clock edges, so the checks 1 ps after it
+  // (below) and 1 ps after an output changes at a clock edge never share a time step with an
+  // edge or with a change of arst_n.
+  task at_clear(input [63:0] t);
+    begin
+      t_at = t;
+      while (edge_at(t_at - 64'd1) || edge_at(t_at + 64'd1)) t_at = t_at + 64'd2;
+      #(t_at - $time);
+    end
+  endtask
+
   initial begin
     if (!$value$plusargs("pulses=%d", pulses)) pulses = 32'd8;
     rng_r = stim_key ^ 32'h5a17c3e1;
@@ -355,7 +380,7 @@ module rst_tb;
     arst_n = 1'b0;
     slow = 2 * ((half_a > half_b) ? half_a : half_b);
     // First release: after both harness resets (every flop is known), at a drawn time.
-    #(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) - T_RST_ASSERT + draw(0, 2 * slow));
+    at_clear(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) + draw(0, 2 * slow));
     arst_n = 1'b1;
     on = 1'b1;
     if (gray_check_on) begin
@@ -371,19 +396,58 @@ module rst_tb;
     end
     gap = (t_end - $time) / (pulses + 1);
     for (k = 0; k < pulses; k = k + 1) begin
-      #(draw(gap / 2, gap / 4));  // run, then assert
+      at_clear($time + draw(gap / 2, gap / 4));  // run, then assert
       arst_n = 1'b0;
-      #(draw(slow, 2 * slow));    // hold for one to three slow cycles, then release
+      at_clear($time + draw(slow, 2 * slow));    // hold for one to three slow cycles, then release
       arst_n = 1'b1;
     end
   end
-{_tb_domain(p, "a")}{_tb_domain(p, "b")}
+{_tb_domain(p, "a")}{_tb_domain(p, "b")}{_tb_reset_edges(p)}
   task final_check;
     begin
       if (!on) tb_fail("arst_ni was never released");
     end
   endtask
 endmodule
+"""
+
+
+def _tb_reset_edges(p: RstParams) -> str:
+    """Hidden checks of the reset state at the instants the report states it for, not only after
+    clock edges: 1 ps after every fall and rise of arst_n (an odd time no clock edge shares: see
+    at_clear) every output shows its reset state, and 1 ps after any change of an output while
+    arst_n is low (an even time that is no change of arst_n) too. The change-triggered check counts
+    nothing and folds nothing: a simulator that shows a glitch within a time step triggers it
+    where another does not, but both see the same settled value 1 ps later."""
+    ma, mb = p.machine("a"), p.machine("b")
+    oa, ob = p.out("a"), p.out("b")
+    rules = [(oa, ma.reset), (ob, mb.reset), ("peer_up_o", "1'b0")]
+    pad = 64 - 32 - 1 - ma.width - mb.width - 1
+    body = "".join(
+        f"""      if ({o} !== {r}) begin
+        $sformat(msg, "{o} = %b %0s (t=%0d): not its reset state {r}", {o}, when, $time);
+        tb_fail(msg);
+      end
+""" for o, r in rules)
+    return f"""
+  // Reset state at once (hidden seeds): after each fall and rise of arst_n and on every change of
+  // an output while it is low, 1 ps later -- not only at the samples after clock edges.
+  task reset_state_check(input [8*24-1:0] when);
+    begin
+{body}    end
+  endtask
+  always @(arst_n) begin
+    #1;
+    if (on && gray_check_on && !run_over) begin
+      `CDC_FOLD({{32'd4, {pad}'d0, arst_n, {oa}, {ob}, peer_up_o}})
+      `CDC_NOTE_CHECK
+      reset_state_check(arst_n ? "1 ps after arst_ni rose" : "1 ps after arst_ni fell");
+    end
+  end
+  always @({oa} or {ob} or peer_up_o) if (on && !arst_n && gray_check_on && !run_over) begin
+    #1;
+    if (!arst_n && !run_over) reset_state_check("while arst_ni is low");
+  end
 """
 
 
@@ -404,21 +468,27 @@ reach, and the machine runs on from there. It happens only after some resets, no
 and ordinary simulation never shows it.
 
 **Invariant the fix must keep.** While `arst_ni` is low both outputs show their reset state
-(`{p.out("a")}` = {ma.reset}, `{p.out("b")}` = {mb.reset}), from the moment it falls. After `arst_ni`
+(`{p.out("a")}` = {ma.reset}, `{p.out("b")}` = {mb.reset}), from the moment it falls, and until a
+clock edge after it rises (checked at once after every fall and rise of `arst_ni` and at every
+change of an output while it is low, not only at clock edges). After `arst_ni`
 rises, each machine stays in its reset state for at most {LEAVE_MAX} cycles of its own clock and
 from then on takes its next state on every cycle of its own clock: it never shows any other
 state. `clk_{d}_i` may stop for a while right after a release (a clock that starts late); cycles of
 `clk_{o}_i` while it is stopped do not count, so domain {o} may wait for domain {d}.
 `peer_up_o` (domain {o}: domain {d} is out of reset) is low while `arst_ni` is low and does not
 fall while `arst_ni` stays high. After `arst_ni` rises it says that domain {d} has left reset, which
-only domain {d}'s own clock decides: it never rises before `clk_{d}_i` has had a rising edge after
-`arst_ni` rises, and then rises within {UP_MAX} cycles of `clk_{o}_i`. No output is ever X or Z.
+only domain {d}'s own clock decides: it never rises before `clk_{d}_i` has had {UP_EDGES} rising edges after
+`arst_ni` rises (a reset released in step with `clk_{d}_i` is released on its {UP_EDGES}nd edge at the
+earliest), and then rises within {UP_MAX} cycles of `clk_{o}_i`. No output is ever X or Z.
 The port list and the meaning of every port stay as they are. Both clocks may be anywhere
 from equal to 4:1 (either side faster), with any phase.
 
-**What you may change.** Only `{p.module}.v`. Every flop's asynchronous reset must be released in
-step with that flop's own clock: the provided reset synchronizer `cdc_sync_reset` (asynchronous
-assertion, release synchronized to its `clk_i`) makes a domain's reset from any reset input.
+**What you may change.** Only `{p.module}.v`. Release every flop's asynchronous reset in step
+with that flop's own clock: the provided reset synchronizer `cdc_sync_reset` (asynchronous
+assertion, release synchronized to its `clk_i`) makes a domain's reset from any reset input. A
+flop released otherwise (by `arst_ni` directly, or by the other domain's reset) is correct only
+where the contract's "Reset release" allows it: it does not change on the first edge of its clock
+after the release, or only a synchronizer reads it.
 Every signal that crosses between the clock domains must go through one of the provided
 primitives; read their timing contract with the `contract` tool.
 """

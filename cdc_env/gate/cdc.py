@@ -917,6 +917,46 @@ def _wire_of(a: Analysis, b) -> int | None:
     return None
 
 
+# Flops that only delay their D (no enable): a copy of a source bit through them is that bit.
+_DELAY_FLOPS = {"$dff", "$adff", "$sdff"}
+
+
+def _copy_root(a: Analysis, b: int) -> int:
+    """The source flop bit that flop output ``b`` is a copy or a delay of (``b`` itself when it is
+    none): back through flops of ``b``'s domain -- any edge, any reset, no enable -- whose D bit is
+    another flop's output, directly, through a wire of cells (_wire_of) or through one inverter.
+    Copies of one bit carry one bit's information, whenever each changes: the industrial
+    reconvergence rule counts them as one crossing (CDC-REDUNDANT). A loop of copies (a free-running
+    twisted ring) has no root outside it: each of its bits is its own."""
+    net = a.net
+    drv = net.driver.get(b)
+    dom = a.cell_dom.get(drv[0]) if drv is not None else None
+    seen = {b}
+    root = b
+    while True:
+        drv = net.driver.get(root)
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in _DELAY_FLOPS:
+            return root
+        d = net.conn(drv[0], "D")
+        x = d[drv[2]] if drv[2] < len(d) else None
+        if not isinstance(x, int):
+            return root
+        xd = net.driver.get(x)
+        if xd is not None and xd[0] != "<port>" and net.type(xd[0]) in INVERTERS \
+                and len(net.conn(xd[0], "A")) == 1:
+            x = net.conn(xd[0], "A")[0]  # an inverted copy carries the same bit
+            if not isinstance(x, int):
+                return root
+        q = x if (xd := net.driver.get(x)) is not None and xd[0] in a.cell_dom else _wire_of(a, x)
+        qd = net.driver.get(q) if q is not None else None
+        if qd is None or qd[0] == "<port>" or net.type(qd[0]) not in FLOPS or a.cell_dom.get(qd[0]) != dom:
+            return root
+        if q in seen:
+            return b
+        seen.add(q)
+        root = q
+
+
 def wired_sync_inputs(netlist: dict, top: str) -> dict[str, dict[int, tuple[str, int]]]:
     """The level synchronizer input bits that are a wire of a flop in cells (``_wire_of``):
     primitive cell -> {d_i bit: (flop cell, bit of its Q)}. Synthesis connects these d_i bits to
@@ -1059,19 +1099,26 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                                                sync_srcs))
     out.extend(_reset_findings(a, resets))
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
-    # of equivalent registers counting as one.
-    classes = flop_classes(a, [b for srcs in by_dest.values() for b in srcs])
+    # of equivalent registers counting as one, and so do copies of one bit (any edge, any delay):
+    # decided by source, the bit each input is a copy of (_copy_root).
+    roots = {b: _copy_root(a, b) for srcs in by_dest.values() for b in srcs if isinstance(b, int)}
+    classes = flop_classes(a, [b for srcs in by_dest.values() for b in srcs] + list(roots.values()))
     for dst, srcs in by_dest.items():
         merged: dict = {}
         for src, uses in srcs.items():
-            key = ("cls", classes[src]) if src in classes else src
-            rep, acc = merged.setdefault(key, (src, []))
+            r = roots.get(src, src)
+            key = ("cls", classes[r]) if r in classes else r
+            rep, acc, copies = merged.setdefault(key, (r, [], set()))
             acc.extend(uses)
-        for src, uses in merged.values():
+            if src != r:
+                copies.add(src)
+        for src, uses, copies in merged.values():
             if len(uses) > 1:
                 cells = sorted({c for c, _ in uses})
                 file, line = net.where(cells[-1])
                 what = f"bit '{net.name(src)}'"
+                if copies:
+                    what += f" (with its copies {', '.join(sorted(repr(net.name(c)) for c in copies))})"
                 out.append(finding("CDC-REDUNDANT", f"the same {what} crosses into domain {dst} through "
                                    f"{len(uses)} synchronizer bits ({', '.join(cells)}); their late choices "
                                    "are independent, so the copies can disagree -- synchronize each source "

@@ -28,7 +28,7 @@ module rst_tb;
   reg [63:0] pause;
   reg [31:0] rng_r;
   reg [31:0] pulses;
-  reg [63:0] slow, gap;
+  reg [63:0] slow, gap, t_at;
   reg [8*160-1:0] msg;
   integer    k;
   wire [3:0] ring_a_o;
@@ -52,7 +52,7 @@ module rst_tb;
   end
   // Edges of the design's clk_a_i since the latest release (odd times: arst_n never changes then).
   always @(posedge clk_a_g)
-    if (arst_n && edges_a != 2'd1) edges_a = edges_a + 2'd1;
+    if (arst_n && edges_a != 2'd2) edges_a = edges_a + 2'd1;
 
   // A delay in [lo, lo + span) picoseconds, even (releases and assertions never share a clock edge's time).
   function [63:0] draw(input [63:0] lo, input [63:0] span);
@@ -62,6 +62,23 @@ module rst_tb;
     end
   endfunction
 
+  // A clock edge (of either clock, as if neither stopped) at time t: clk_a's at 1 (mod 4), clk_b's
+  // at 3 (mod 4), each at ofs + k * half.
+  function edge_at(input [63:0] t);
+    edge_at = (t >= ofs_a && (t - ofs_a) % half_a == 64'd0) || (t >= ofs_b && (t - ofs_b) % half_b == 64'd0);
+  endfunction
+  // Wait until t (even), moved on by 2 ps while a clock edge is 1 ps before or after it: every
+  // change of arst_n then has both neighbours free of clock edges, so the checks 1 ps after it
+  // (below) and 1 ps after an output changes at a clock edge never share a time step with an
+  // edge or with a change of arst_n.
+  task at_clear(input [63:0] t);
+    begin
+      t_at = t;
+      while (edge_at(t_at - 64'd1) || edge_at(t_at + 64'd1)) t_at = t_at + 64'd2;
+      #(t_at - $time);
+    end
+  endtask
+
   initial begin
     if (!$value$plusargs("pulses=%d", pulses)) pulses = 32'd8;
     rng_r = stim_key ^ 32'h5a17c3e1;
@@ -69,7 +86,7 @@ module rst_tb;
     arst_n = 1'b0;
     slow = 2 * ((half_a > half_b) ? half_a : half_b);
     // First release: after both harness resets (every flop is known), at a drawn time.
-    #(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) - T_RST_ASSERT + draw(0, 2 * slow));
+    at_clear(((t_rel_a > t_rel_b) ? t_rel_a : t_rel_b) + draw(0, 2 * slow));
     arst_n = 1'b1;
     on = 1'b1;
     if (gray_check_on) begin
@@ -85,9 +102,9 @@ module rst_tb;
     end
     gap = (t_end - $time) / (pulses + 1);
     for (k = 0; k < pulses; k = k + 1) begin
-      #(draw(gap / 2, gap / 4));  // run, then assert
+      at_clear($time + draw(gap / 2, gap / 4));  // run, then assert
       arst_n = 1'b0;
-      #(draw(slow, 2 * slow));    // hold for one to three slow cycles, then release
+      at_clear($time + draw(slow, 2 * slow));    // hold for one to three slow cycles, then release
       arst_n = 1'b1;
     end
   end
@@ -177,14 +194,45 @@ module rst_tb;
       up_wait = 32'd0;
     end else if (peer_up_o) begin
       // Hidden checks: domain a is out of reset only once its own clock has released its reset.
-      if (gray_check_on && up_edges < 1)
-        tb_fail("peer_up_o rose before clk_a_i had a rising edge after arst_ni rose: domain a cannot be out of reset yet");
+      if (gray_check_on && up_edges < 2)
+        tb_fail("peer_up_o rose before clk_a_i had 2 rising edges after arst_ni rose: domain a's reset cannot be released yet");
       up_seen = 1'b1;
     end else if (up_seen) tb_fail("peer_up_o fell while arst_ni is high");
-    else if (up_edges == 1) begin
+    else if (up_edges == 2) begin
       up_wait = up_wait + 32'd1;
-      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_b cycles of clk_a_i's first edge after arst_ni rose");
+      if (up_wait > 40) tb_fail("peer_up_o did not rise within 40 clk_b cycles of clk_a_i's edge 2 after arst_ni rose");
     end
+  end
+
+  // Reset state at once (hidden seeds): after each fall and rise of arst_n and on every change of
+  // an output while it is low, 1 ps later -- not only at the samples after clock edges.
+  task reset_state_check(input [8*24-1:0] when);
+    begin
+      if (ring_a_o !== 4'b0001) begin
+        $sformat(msg, "ring_a_o = %b %0s (t=%0d): not its reset state 4'b0001", ring_a_o, when, $time);
+        tb_fail(msg);
+      end
+      if (lfsr_b_o !== 4'b1000) begin
+        $sformat(msg, "lfsr_b_o = %b %0s (t=%0d): not its reset state 4'b1000", lfsr_b_o, when, $time);
+        tb_fail(msg);
+      end
+      if (peer_up_o !== 1'b0) begin
+        $sformat(msg, "peer_up_o = %b %0s (t=%0d): not its reset state 1'b0", peer_up_o, when, $time);
+        tb_fail(msg);
+      end
+    end
+  endtask
+  always @(arst_n) begin
+    #1;
+    if (on && gray_check_on && !run_over) begin
+      `CDC_FOLD({32'd4, 22'd0, arst_n, ring_a_o, lfsr_b_o, peer_up_o})
+      `CDC_NOTE_CHECK
+      reset_state_check(arst_n ? "1 ps after arst_ni rose" : "1 ps after arst_ni fell");
+    end
+  end
+  always @(ring_a_o or lfsr_b_o or peer_up_o) if (on && !arst_n && gray_check_on && !run_over) begin
+    #1;
+    if (!arst_n && !run_over) reset_state_check("while arst_ni is low");
   end
 
   task final_check;
