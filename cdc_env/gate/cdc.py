@@ -917,17 +917,19 @@ def _wire_of(a: Analysis, b) -> int | None:
     return None
 
 
-# Flops that only delay their D (no enable): a copy of a source bit through them is that bit.
-_DELAY_FLOPS = {"$dff", "$adff", "$sdff"}
+# Flops that take their D on their clock edge (with or without an enable and a reset): when D is a
+# flop bit, they copy it, and a copy of a source bit is that bit (_copy_root).
+_COPY_FLOPS = {"$dff", "$dffe", "$adff", "$adffe", "$sdff", "$sdffe", "$sdffce"}
 
 
 def _copy_root(a: Analysis, b: int) -> int:
     """The source flop bit that flop output ``b`` is a copy or a delay of (``b`` itself when it is
-    none): back through flops of ``b``'s domain -- any edge, any reset, no enable -- whose D bit is
-    another flop's output, directly, through a wire of cells (_wire_of) or through one inverter.
-    Copies of one bit carry one bit's information, whenever each changes: the industrial
-    reconvergence rule counts them as one crossing (CDC-REDUNDANT). A loop of copies (a free-running
-    twisted ring) has no root outside it: each of its bits is its own."""
+    none): back through flops of ``b``'s domain -- any edge, any reset, with or without an enable
+    (a copy taken when enabled is still that bit's information) -- whose D bit is another flop's
+    output, directly, through a wire of cells (_wire_of) or through one inverter. Copies of one bit
+    carry one bit's information, whenever each changes: the industrial reconvergence rule counts
+    them as one crossing (CDC-REDUNDANT). A loop of copies (a twisted ring, free-running or
+    enabled) has no root outside it: each of its bits is its own."""
     net = a.net
     drv = net.driver.get(b)
     dom = a.cell_dom.get(drv[0]) if drv is not None else None
@@ -935,7 +937,7 @@ def _copy_root(a: Analysis, b: int) -> int:
     root = b
     while True:
         drv = net.driver.get(root)
-        if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in _DELAY_FLOPS:
+        if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in _COPY_FLOPS:
             return root
         d = net.conn(drv[0], "D")
         x = d[drv[2]] if drv[2] < len(d) else None
