@@ -90,7 +90,7 @@ def rows() -> list[dict[str, str]]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != len(COLUMNS) or cells[0] in ("id", "---") or not line.startswith("|"):
             continue
-        out.append(dict(zip(COLUMNS, cells)))
+        out.append(dict(zip(COLUMNS, cells, strict=True)))
     return out
 
 

@@ -35,7 +35,8 @@ def test_a_delayed_inverted_copy_two_flops_deep_is_the_bit() -> None:
            "  always @(posedge clk_b_i) ack_m_q <= ack_p_q;\n"
            "  always @(negedge clk_b_i or negedge rst_b_ni) begin\n"
            "    if (!rst_b_ni) ack_n_q <= 1'b1;\n    else ack_n_q <= ~ack_m_q;\n  end\n")
-    text = _with_copy(two).replace("wire       ack_or = ack_p_s | ack_n_s;", "wire       ack_or = ack_p_s | ~ack_n_s;")
+    text = _with_copy(two).replace("wire       ack_or = ack_p_s | ack_n_s;",
+                                   "wire       ack_or = ack_p_s | ~ack_n_s;")
     msgs = _redundant(text)
     assert len(msgs) == 1 and "ack_p_q" in msgs[0], msgs
 
