@@ -17,15 +17,17 @@ Under the late-release model (trusted/hdl/cdc_reset.v) a release close to a flop
 lets each bit leave reset on that edge or the next, so the machine can take a state it can never
 reach; with the model off every defect passes. The testbench (``testbench_text``) pulses
 ``arst_ni`` ``pulses`` times per run (a stimulus knob drawn per seed: the detection band is set by
-it), at times drawn per seed and unrelated to either clock, and checks, 1 ps after each edge of a
+it), at times drawn per seed and unrelated to either clock, and checks, 2 ps after each edge of a
 domain's clock, that its machine's output is the reset state while ``arst_ni`` is low (or still
 being released) and otherwise steps to its successor every cycle, and that it leaves reset within
-``LEAVE_MAX`` cycles of a release; on hidden seeds also 1 ps after every fall and rise of
-``arst_ni`` and 1 ps after every change of an output while it is low, that every output shows its
-reset state (``_tb_reset_edges``: the stated instants, not only the samples after clock edges; the
-stimulus keeps clock edges off both neighbours of every change of ``arst_ni``, so none of these
-checks shares a time step with an edge). ``peer_up_o`` (one domain reports that the other, ``dom``,
-is out of reset) must not rise before ``dom``'s clock has had ``UP_EDGES`` (2) edges after a release
+``LEAVE_MAX`` cycles of a release. On hidden seeds it also checks at the other instants the report
+states a property for (``_tb_reset_edges``): 1 ps after every fall and rise of ``arst_ni`` and
+after every change of an output while it is low, that every output shows its reset state; 1 ps
+after every change of an output while it is high, that a machine stepped to its successor and
+``peer_up_o`` did not fall. The stimulus keeps clock edges off both neighbours of every change of
+``arst_ni`` (``at_clear``), so none of these checks shares a time step with an edge.
+``peer_up_o`` (one domain reports that the other, ``dom``, is out of reset) must not rise before
+``dom``'s clock has had ``UP_EDGES`` (2) edges after a release
 (hidden seeds, where that clock also stops for up to ``PAUSE_MAX`` slow cycles from the first
 release on, so that a fixed wait on the reporting domain's own clock fails; the other domain's
 samples meanwhile do not count towards its ``LEAVE_MAX``, so a reset sequence may wait for
@@ -413,12 +415,15 @@ endmodule
 
 
 def _tb_reset_edges(p: RstParams) -> str:
-    """Hidden checks of the reset state at the instants the report states it for, not only after
-    clock edges: 1 ps after every fall and rise of arst_n (an odd time no clock edge shares: see
-    at_clear) every output shows its reset state, and 1 ps after any change of an output while
-    arst_n is low (an even time that is no change of arst_n) too. The change-triggered check counts
-    nothing and folds nothing: a simulator that shows a glitch within a time step triggers it
-    where another does not, but both see the same settled value 1 ps later."""
+    """Hidden checks at the instants the report states a property for, not only after clock
+    edges: 1 ps after every fall and rise of arst_n (an odd time no clock edge shares: see
+    at_clear) every output shows its reset state; 1 ps after any change of an output (an even time
+    that is no change of arst_n), while arst_n is low every output shows its reset state, and while
+    it is high a machine's output has stepped to the successor of the value it last showed (it
+    never shows any other state, between samples either) and peer_up_o has not fallen. The
+    change-triggered check counts nothing and folds nothing: a simulator that shows a glitch
+    within a time step triggers it where another does not, but both see the same settled value
+    1 ps later, and a value that did not change passes it."""
     ma, mb = p.machine("a"), p.machine("b")
     oa, ob = p.out("a"), p.out("b")
     rules = [(oa, ma.reset), (ob, mb.reset), ("peer_up_o", "1'b0")]
@@ -429,9 +434,20 @@ def _tb_reset_edges(p: RstParams) -> str:
         tb_fail(msg);
       end
 """ for o, r in rules)
+    steps = "".join(
+        f"""        if ({o} !== shown_{d} && {o} !== {m.nxt.replace("q", f"shown_{d}")}) begin
+          $sformat(msg, "{o} went from %b to %b between samples (t=%0d): not the {m.what}'s next state",
+                   shown_{d}, {o}, $time);
+          tb_fail(msg);
+        end
+        shown_{d} = {o};
+""" for d, o, m in (("a", oa, ma), ("b", ob, mb)))
     return f"""
-  // Reset state at once (hidden seeds): after each fall and rise of arst_n and on every change of
-  // an output while it is low, 1 ps later -- not only at the samples after clock edges.
+  // At once (hidden seeds): after each fall and rise of arst_n, and on every change of an output,
+  // 1 ps later -- not only at the samples after clock edges.
+  reg [{ma.width - 1}:0] shown_a;  // each output as of its latest change while arst_n is high
+  reg [{mb.width - 1}:0] shown_b;
+  reg        shown_up;
   task reset_state_check(input [8*24-1:0] when);
     begin
 {body}    end
@@ -442,11 +458,23 @@ def _tb_reset_edges(p: RstParams) -> str:
       `CDC_FOLD({{32'd4, {pad}'d0, arst_n, {oa}, {ob}, peer_up_o}})
       `CDC_NOTE_CHECK
       reset_state_check(arst_n ? "1 ps after arst_ni rose" : "1 ps after arst_ni fell");
+      shown_a = {oa};
+      shown_b = {ob};
+      shown_up = peer_up_o;
     end
   end
-  always @({oa} or {ob} or peer_up_o) if (on && !arst_n && gray_check_on && !run_over) begin
+  always @({oa} or {ob} or peer_up_o) if (on && gray_check_on && !run_over) begin
     #1;
-    if (!arst_n && !run_over) reset_state_check("while arst_ni is low");
+    if (!run_over) begin
+      if (!arst_n) reset_state_check("while arst_ni is low");
+      else begin
+{steps}        if (shown_up === 1'b1 && peer_up_o !== 1'b1) begin
+          $sformat(msg, "peer_up_o fell while arst_ni is high (t=%0d, between samples)", $time);
+          tb_fail(msg);
+        end
+        shown_up = peer_up_o;
+      end
+    end
   end
 """
 

@@ -80,3 +80,18 @@ def test_the_baseline_rule_alone_missed_the_copy() -> None:
         assert _redundant(HACK.read_text()) == []
     finally:
         cdc._copy_root = real
+
+
+def test_a_johnson_sequence_whose_first_bit_is_logic_of_its_last_is_a_ring() -> None:
+    """ok-hs-johnson-sequence-task-casez: bit 0's next value is a casez of the sequence that
+    computes ~seq_q[2] whatever the select (a truth table on one variable), so bits 1 and 2, copies
+    taken under an enable, are a ring, not copies of bit 0 (refused while only wires were followed)."""
+    text = (paths.fixtures_dir() / "ok-hs-johnson-sequence-task-casez" / "submission.v").read_text()
+    assert _redundant(text) == []
+
+
+def test_a_copy_through_a_select_that_no_longer_matters_is_a_copy() -> None:
+    muxed = ("  always @(negedge clk_b_i or negedge rst_b_ni) begin\n"
+             "    if (!rst_b_ni) ack_n_q <= 1'b0;\n    else ack_n_q <= seen_q ? ack_p_q : ack_p_q;\n  end\n")
+    msgs = _redundant(_with_copy(muxed))
+    assert len(msgs) == 1 and "ack_p_q" in msgs[0], msgs

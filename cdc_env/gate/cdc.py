@@ -922,14 +922,49 @@ def _wire_of(a: Analysis, b) -> int | None:
 _COPY_FLOPS = {"$dff", "$dffe", "$adff", "$adffe", "$sdff", "$sdffe", "$sdffce"}
 
 
+def _copy_of(a: Analysis, x) -> int | None:
+    """The flop output bit that bit ``x`` always equals or always inverts: ``x`` itself when a flop
+    drives it, else the one flop bit its combinational cone really depends on (its truth table,
+    small cones only: _BitHash._program), when the cone computes that bit or its inverse -- a
+    wire of cells, an inverter, a multiplexer whose select no longer matters. None otherwise."""
+    net = a.net
+    if not isinstance(x, int):
+        return None
+    d = net.driver.get(x)
+    if d is None or d[0] == "<port>":
+        return None
+    if d[0] in a.cell_dom:
+        return x if net.type(d[0]) in FLOPS else None
+    prog = _BitHash(a, {}, {})._program(x)
+    if prog is None:
+        return None
+    leaf_bits, steps = prog
+    n = len(leaf_bits)
+    full = (1 << (1 << n)) - 1
+    val: dict = {}
+    for j, leaf in enumerate(leaf_bits):
+        period = 1 << j
+        block = ((1 << period) - 1) << period
+        val[leaf] = sum(block << k for k in range(0, 1 << n, 2 * period)) & full
+    for y, kind, ins in steps:
+        val[y] = _BitHash._eval(kind, [[val[z] if isinstance(z, int) else (full if z == "1" else 0)
+                                        for z in zs] for zs in ins], full)
+    tt = val[x]
+    for leaf in leaf_bits:
+        if tt in (val[leaf], ~val[leaf] & full):
+            ld = net.driver.get(leaf)
+            return leaf if ld is not None and ld[0] in a.cell_dom and net.type(ld[0]) in FLOPS else None
+    return None
+
+
 def _copy_root(a: Analysis, b: int) -> int:
     """The source flop bit that flop output ``b`` is a copy or a delay of (``b`` itself when it is
     none): back through flops of ``b``'s domain -- any edge, any reset, with or without an enable
     (a copy taken when enabled is still that bit's information) -- whose D bit is another flop's
-    output, directly, through a wire of cells (_wire_of) or through one inverter. Copies of one bit
-    carry one bit's information, whenever each changes: the industrial reconvergence rule counts
-    them as one crossing (CDC-REDUNDANT). A loop of copies (a twisted ring, free-running or
-    enabled) has no root outside it: each of its bits is its own."""
+    output or its inverse (``_copy_of``). Copies of one bit carry one bit's information, whenever
+    each changes: the industrial reconvergence rule counts them as one crossing (CDC-REDUNDANT).
+    A loop of copies (a twisted ring, free-running or enabled) has no root outside it: each of its
+    bits is its own."""
     net = a.net
     drv = net.driver.get(b)
     dom = a.cell_dom.get(drv[0]) if drv is not None else None
@@ -940,18 +975,9 @@ def _copy_root(a: Analysis, b: int) -> int:
         if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in _COPY_FLOPS:
             return root
         d = net.conn(drv[0], "D")
-        x = d[drv[2]] if drv[2] < len(d) else None
-        if not isinstance(x, int):
-            return root
-        xd = net.driver.get(x)
-        if xd is not None and xd[0] != "<port>" and net.type(xd[0]) in INVERTERS \
-                and len(net.conn(xd[0], "A")) == 1:
-            x = net.conn(xd[0], "A")[0]  # an inverted copy carries the same bit
-            if not isinstance(x, int):
-                return root
-        q = x if (xd := net.driver.get(x)) is not None and xd[0] in a.cell_dom else _wire_of(a, x)
+        q = _copy_of(a, d[drv[2]]) if drv[2] < len(d) else None
         qd = net.driver.get(q) if q is not None else None
-        if qd is None or qd[0] == "<port>" or net.type(qd[0]) not in FLOPS or a.cell_dom.get(qd[0]) != dom:
+        if qd is None or a.cell_dom.get(qd[0]) != dom:
             return root
         if q in seen:
             return b

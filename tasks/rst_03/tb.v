@@ -204,8 +204,11 @@ module rst_tb;
     end
   end
 
-  // Reset state at once (hidden seeds): after each fall and rise of arst_n and on every change of
-  // an output while it is low, 1 ps later -- not only at the samples after clock edges.
+  // At once (hidden seeds): after each fall and rise of arst_n, and on every change of an output,
+  // 1 ps later -- not only at the samples after clock edges.
+  reg [3:0] shown_a;  // each output as of its latest change while arst_n is high
+  reg [3:0] shown_b;
+  reg        shown_up;
   task reset_state_check(input [8*24-1:0] when);
     begin
       if (ring_a_o !== 4'b0001) begin
@@ -228,11 +231,35 @@ module rst_tb;
       `CDC_FOLD({32'd4, 22'd0, arst_n, ring_a_o, lfsr_b_o, peer_up_o})
       `CDC_NOTE_CHECK
       reset_state_check(arst_n ? "1 ps after arst_ni rose" : "1 ps after arst_ni fell");
+      shown_a = ring_a_o;
+      shown_b = lfsr_b_o;
+      shown_up = peer_up_o;
     end
   end
-  always @(ring_a_o or lfsr_b_o or peer_up_o) if (on && !arst_n && gray_check_on && !run_over) begin
+  always @(ring_a_o or lfsr_b_o or peer_up_o) if (on && gray_check_on && !run_over) begin
     #1;
-    if (!arst_n && !run_over) reset_state_check("while arst_ni is low");
+    if (!run_over) begin
+      if (!arst_n) reset_state_check("while arst_ni is low");
+      else begin
+        if (ring_a_o !== shown_a && ring_a_o !== {shown_a[2:0], shown_a[3]}) begin
+          $sformat(msg, "ring_a_o went from %b to %b between samples (t=%0d): not the one-hot ring's next state",
+                   shown_a, ring_a_o, $time);
+          tb_fail(msg);
+        end
+        shown_a = ring_a_o;
+        if (lfsr_b_o !== shown_b && lfsr_b_o !== {shown_b[2:0], shown_b[3] ^ shown_b[2]}) begin
+          $sformat(msg, "lfsr_b_o went from %b to %b between samples (t=%0d): not the LFSR's next state",
+                   shown_b, lfsr_b_o, $time);
+          tb_fail(msg);
+        end
+        shown_b = lfsr_b_o;
+        if (shown_up === 1'b1 && peer_up_o !== 1'b1) begin
+          $sformat(msg, "peer_up_o fell while arst_ni is high (t=%0d, between samples)", $time);
+          tb_fail(msg);
+        end
+        shown_up = peer_up_o;
+      end
+    end
   end
 
   task final_check;
