@@ -95,3 +95,14 @@ def test_a_copy_through_a_select_that_no_longer_matters_is_a_copy() -> None:
              "    if (!rst_b_ni) ack_n_q <= 1'b0;\n    else ack_n_q <= seen_q ? ack_p_q : ack_p_q;\n  end\n")
     msgs = _redundant(_with_copy(muxed))
     assert len(msgs) == 1 and "ack_p_q" in msgs[0], msgs
+
+
+def test_a_copy_gated_by_an_up_flag_is_a_copy() -> None:
+    """``ack_p_q & up_b_q``, up_b_q a flop that is 1 from its first edge out of reset on: after
+    start-up it is the pulse itself (it passed every seed before _settled_flops)."""
+    gated = ("  reg up_b_q;\n  always @(posedge clk_b_i or negedge rst_b_ni) begin\n"
+             "    if (!rst_b_ni) up_b_q <= 1'b0;\n    else up_b_q <= 1'b1;\n  end\n"
+             "  always @(negedge clk_b_i or negedge rst_b_ni) begin\n"
+             "    if (!rst_b_ni) ack_n_q <= 1'b0;\n    else ack_n_q <= ack_p_q & up_b_q;\n  end\n")
+    msgs = _redundant(_with_copy(gated))
+    assert len(msgs) == 1 and "ack_p_q" in msgs[0], msgs

@@ -922,19 +922,9 @@ def _wire_of(a: Analysis, b) -> int | None:
 _COPY_FLOPS = {"$dff", "$dffe", "$adff", "$adffe", "$sdff", "$sdffe", "$sdffce"}
 
 
-def _copy_of(a: Analysis, x) -> int | None:
-    """The flop output bit that bit ``x`` always equals or always inverts: ``x`` itself when a flop
-    drives it, else the one flop bit its combinational cone really depends on (its truth table,
-    small cones only: _BitHash._program), when the cone computes that bit or its inverse -- a
-    wire of cells, an inverter, a multiplexer whose select no longer matters. None otherwise."""
-    net = a.net
-    if not isinstance(x, int):
-        return None
-    d = net.driver.get(x)
-    if d is None or d[0] == "<port>":
-        return None
-    if d[0] in a.cell_dom:
-        return x if net.type(d[0]) in FLOPS else None
+def _cone_table(a: Analysis, x) -> tuple[list, int, dict, int] | None:
+    """Bit ``x``'s small combinational cone as a truth table: (leaf bits, table, leaf -> its
+    variable's mask, all rows' mask); None for a cone too large or with an X (_BitHash._program)."""
     prog = _BitHash(a, {}, {})._program(x)
     if prog is None:
         return None
@@ -949,15 +939,82 @@ def _copy_of(a: Analysis, x) -> int | None:
     for y, kind, ins in steps:
         val[y] = _BitHash._eval(kind, [[val[z] if isinstance(z, int) else (full if z == "1" else 0)
                                         for z in zs] for zs in ins], full)
-    tt = val[x]
-    for leaf in leaf_bits:
-        if tt in (val[leaf], ~val[leaf] & full):
+    return leaf_bits, val[x], {leaf: val[leaf] for leaf in leaf_bits}, full
+
+
+def _settled_flops(a: Analysis) -> dict[int, int]:
+    """Flop output bits that hold one constant from their first clock edge out of reset on: a flop
+    with no enable whose D is a constant, or a function of such flops that is constant (a fixpoint:
+    an 'up' flag and a chain of them). A copy gated by one (``p_q & up_q``) is a copy after start-up."""
+    net = a.net
+    settled: dict[int, int] = {}
+    changed = True
+    while changed:
+        changed = False
+        for cell in a.cell_dom:
+            if net.type(cell) not in ("$dff", "$adff", "$sdff"):
+                continue
+            for qb, db in zip(net.conn(cell, "Q"), net.conn(cell, "D"), strict=False):
+                if not isinstance(qb, int) or qb in settled:
+                    continue
+                v = None
+                if db in ("0", "1"):
+                    v = int(db)
+                elif isinstance(db, int) and db in settled:
+                    v = settled[db]
+                elif isinstance(db, int) and net.driver.get(db, ("<port>",))[0] not in a.cell_dom:
+                    t = _cone_table(a, db)
+                    if t is not None and all(leaf in settled for leaf in t[0]):
+                        rows = _rows(t, settled)
+                        v = 1 if t[1] & rows == rows else 0 if t[1] & rows == 0 else None
+                if v is not None:
+                    settled[qb] = v
+                    changed = True
+    return settled
+
+
+def _rows(t: tuple[list, int, dict, int], settled: dict[int, int]) -> int:
+    """The rows of table ``t`` where every settled leaf holds its settled value."""
+    rows = t[3]
+    for leaf in t[0]:
+        if leaf in settled:
+            rows &= t[2][leaf] if settled[leaf] else ~t[2][leaf]
+    return rows
+
+
+def _copy_of(a: Analysis, x, settled: dict[int, int] | None = None) -> int | None:
+    """The flop output bit that bit ``x`` always equals or always inverts: ``x`` itself when a flop
+    drives it, else the one flop bit its small combinational cone computes, as itself or inverted,
+    once the flops in ``settled`` hold their settled values (_settled_flops) -- a wire of cells,
+    an inverter, a multiplexer whose select no longer matters, an AND with an 'up' flag. None
+    otherwise."""
+    net = a.net
+    if not isinstance(x, int):
+        return None
+    d = net.driver.get(x)
+    if d is None or d[0] == "<port>":
+        return None
+    if d[0] in a.cell_dom:
+        return x if net.type(d[0]) in FLOPS else None
+    t = _cone_table(a, x)
+    if t is None:
+        return None
+    settled = settled or {}
+    rows = _rows(t, settled)
+    if rows == 0:
+        return None
+    tt = t[1] & rows
+    for leaf in t[0]:
+        if leaf in settled:
+            continue
+        var = t[2][leaf] & rows
+        if tt in (var, ~var & rows):
             ld = net.driver.get(leaf)
             return leaf if ld is not None and ld[0] in a.cell_dom and net.type(ld[0]) in FLOPS else None
     return None
 
 
-def _copy_root(a: Analysis, b: int) -> int:
+def _copy_root(a: Analysis, b: int, settled: dict[int, int] | None = None) -> int:
     """The source flop bit that flop output ``b`` is a copy or a delay of (``b`` itself when it is
     none): back through flops of ``b``'s domain -- any edge, any reset, with or without an enable
     (a copy taken when enabled is still that bit's information) -- whose D bit is another flop's
@@ -975,7 +1032,7 @@ def _copy_root(a: Analysis, b: int) -> int:
         if drv is None or drv[0] == "<port>" or net.type(drv[0]) not in _COPY_FLOPS:
             return root
         d = net.conn(drv[0], "D")
-        q = _copy_of(a, d[drv[2]]) if drv[2] < len(d) else None
+        q = _copy_of(a, d[drv[2]], settled) if drv[2] < len(d) else None
         qd = net.driver.get(q) if q is not None else None
         if qd is None or a.cell_dom.get(qd[0]) != dom:
             return root
@@ -1129,7 +1186,8 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     # Redundancy: one source bit (or one pulse input) into one domain through two primitives, bits
     # of equivalent registers counting as one, and so do copies of one bit (any edge, any delay):
     # decided by source, the bit each input is a copy of (_copy_root).
-    roots = {b: _copy_root(a, b) for srcs in by_dest.values() for b in srcs if isinstance(b, int)}
+    settled = _settled_flops(a) if by_dest else {}
+    roots = {b: _copy_root(a, b, settled) for srcs in by_dest.values() for b in srcs if isinstance(b, int)}
     classes = flop_classes(a, [b for srcs in by_dest.values() for b in srcs] + list(roots.values()))
     for dst, srcs in by_dest.items():
         merged: dict = {}
