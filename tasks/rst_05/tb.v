@@ -62,19 +62,15 @@ module rst_tb;
     end
   endfunction
 
-  // A clock edge (of either clock, as if neither stopped) at time t: clk_a's at 1 (mod 4), clk_b's
-  // at 3 (mod 4), each at ofs + k * half.
-  function edge_at(input [63:0] t);
-    edge_at = (t >= ofs_a && (t - ofs_a) % half_a == 64'd0) || (t >= ofs_b && (t - ofs_b) % half_b == 64'd0);
-  endfunction
-  // Wait until t (even), moved on by 2 ps while a clock edge is 1 ps before or after it: every
+  // Wait until t (even), moved on by 2 ps while a clock edge (cdc_clock_edge_at, the harness's
+  // clocks as if neither stopped) is 1 ps before or after it: every
   // change of arst_n then has both neighbours free of clock edges, so the checks 1 ps after it
   // (below) and 1 ps after an output changes at a clock edge never share a time step with an
   // edge or with a change of arst_n.
   task at_clear(input [63:0] t);
     begin
       t_at = t;
-      while (edge_at(t_at - 64'd1) || edge_at(t_at + 64'd1)) t_at = t_at + 64'd2;
+      while (cdc_clock_edge_at(t_at - 64'd1) || cdc_clock_edge_at(t_at + 64'd1)) t_at = t_at + 64'd2;
       #(t_at - $time);
     end
   endtask

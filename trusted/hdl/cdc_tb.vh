@@ -147,6 +147,15 @@
     end
   endtask
 
+  // Whether either task clock has an edge (rising or falling) at time t, from the same clock
+  // parameters as cdc_src_edge (an edge at ofs + k*half): for a testbench that keeps its own
+  // stimulus changes and checks off the clocks' time steps (the reset family's at_clear). A clock
+  // a testbench gates only loses edges, so a time this calls free stays free.
+  function cdc_clock_edge_at(input [63:0] t);
+    cdc_clock_edge_at = (t >= ofs_a && (t - ofs_a) % half_a == 64'd0) ||
+                        (t >= ofs_b && (t - ofs_b) % half_b == 64'd0);
+  endfunction
+
   // A synchronizer saw what the contract excludes (X or Z on its input, see CONTRACT.md). Before
   // both resets are released anything goes; after, the seed fails.
   task cdc_sync_fail(input [8*160-1:0] why);
