@@ -63,10 +63,9 @@ module rst_tb;
   endfunction
 
   // Wait until t (even), moved on by 2 ps while a clock edge (cdc_clock_edge_at, the harness's
-  // clocks as if neither stopped) is 1 ps before or after it: every
-  // change of arst_n then has both neighbours free of clock edges, so the checks 1 ps after it
-  // (below) and 1 ps after an output changes at a clock edge never share a time step with an
-  // edge or with a change of arst_n.
+  // clocks as if neither stopped) is 1 ps before or after it: every change of arst_n then has both
+  // neighbours free of clock edges, so the checks 1 ps after it (below) and 1 ps after an output
+  // changes at a clock edge never share a time step with an edge or with a change of arst_n.
   task at_clear(input [63:0] t);
     begin
       t_at = t;
