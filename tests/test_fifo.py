@@ -239,7 +239,8 @@ def test_read_latency_bound_fails_reads_delayed_by_registers():
     t = load_task("fifo_01")
     text = (FIX / "fifo-publish-before-write-delayed-reads" / "submission.v").read_text()
     res = _run(t, text, list(t.seeds.visible)[:2])
-    assert any(r.status == "fail" and r.reason.startswith("read latency") for r in res), [r.reason for r in res]
+    assert any(r.status == "fail" and r.reason.startswith("read latency") for r in res), \
+        [r.reason for r in res]
     assert all(r.status == "pass" for r in _run(t, t.reference_text, list(t.seeds.visible)[:2]))
 
 
@@ -252,7 +253,8 @@ def test_a_design_holding_a_word_outside_storage_passes(name):
     t = load_task("fifo_02")
     seeds = list(t.seeds.visible) + hidden_seeds(t, 6) + _excursion_seeds(t, 4)
     res = _run(t, (FIX / name / "submission.v").read_text(), seeds)
-    assert all(r.status == "pass" for r in res), [(s, r.reason) for s, r in zip(seeds, res) if r.status != "pass"]
+    bad = [(s, r.reason) for s, r in zip(seeds, res, strict=True) if r.status != "pass"]
+    assert not bad, bad
 
 
 @needs_icarus
@@ -266,7 +268,7 @@ def test_slot_freed_before_read_fails_only_on_excursions():
     text = (FIX / "fifo-slot-freed-before-read" / "submission.v").read_text()
     xs = _excursion_seeds(t, 10)
     res = _run(t, text, xs)
-    caught = [s for s, r in zip(xs, res) if r.status == "fail"]
+    caught = [s for s, r in zip(xs, res, strict=True) if r.status == "fail"]
     assert caught and all(plan_seed(t, s).fast == "a" for s in caught), caught
     others = [s for s in hidden_seeds(t, 12) if not is_excursion(t, s)]
     assert all(r.status == "pass" for r in _run(t, text, others))

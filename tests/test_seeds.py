@@ -137,7 +137,8 @@ def test_ratio_excursions_are_a_fixed_share_outside_the_stated_range():
         assert all(plan_seed(plain, s) == plan_seed(t, s) for s in hs if s not in xs)
         assert any(plan_seed(plain, s) != plan_seed(t, s) for s in xs)
     x = load_task("fifo_x_early")  # reader fast 1-4: both kinds of excursion occur
-    kinds = {(p.fast, p.ratio > 4.0) for p in (plan_seed(x, s) for s in hidden_seeds(x) if is_excursion(x, s))}
+    kinds = {(p.fast, p.ratio > 4.0)
+             for p in (plan_seed(x, s) for s in hidden_seeds(x) if is_excursion(x, s))}
     assert kinds >= {("b", True), ("a", True)} and all(f == "a" or big for f, big in kinds)
 
 

@@ -156,7 +156,8 @@ def _excursion(task: Task, rng: Prng) -> tuple[str, float]:
     """An excursion seed's (fast side, ratio): beyond ratio_max on the task's fast side, or the
     other side the faster one (see the module docstring)."""
     cfg = task.seeds
-    kinds = (["same"] if cfg.excursion_max > cfg.ratio_max else []) + (["other"] if cfg.excursion_other > 1.0 else [])
+    kinds = ((["same"] if cfg.excursion_max > cfg.ratio_max else [])
+             + (["other"] if cfg.excursion_other > 1.0 else []))
     kind = kinds[rng.below(len(kinds))] if len(kinds) > 1 else kinds[0]
     if kind == "same":
         lo, hi = cfg.ratio_max, cfg.excursion_max
