@@ -195,7 +195,7 @@ module fifo_tb;
     while (wr_lat < written && wr_t[wr_lat[7:0]] + lat <= now_r) wr_lat = wr_lat + 32'd1;
     if (t_progress == 64'd0) t_progress = now_r;
     if (wr_lat - read_n >= BURST) if (now_r - t_progress > lat) begin
-      $sformat(msg, "read latency: %0d words from %0d clk_b + %0d clk_a cycles ago wait, none read for %0d ps",
+      $sformat(msg, "read latency: %0d words from %0d clk_b + %0d clk_a cycles ago wait, no read for %0d ps",
                wr_lat - read_n, lat_rd, lat_wr, now_r - t_progress);
       tb_fail(msg);
     end
