@@ -35,6 +35,11 @@ class SeedConfig:
     run_slow_cycles: int
     hidden_count: int
     visible: tuple[int, ...]
+    # Ratio excursions (hidden seeds only, cdc_env/sim/seeds.py): the fast side faster than
+    # ratio_max, up to excursion_max, and, for fast "a"/"b", the other side the faster one, up to
+    # excursion_other. 0: none of that kind. Each task's BUG.md says why they are fair.
+    excursion_max: float = 0.0
+    excursion_other: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,9 +169,15 @@ def load_task(name_or_path: str | Path) -> Task:
         run_slow_cycles=int(_req(s, "run_slow_cycles", manifest)),
         hidden_count=int(s.get("hidden_count", 200)),
         visible=tuple(int(x) for x in _req(s, "visible", manifest)),
+        excursion_max=float(s.get("excursion_max", 0.0)),
+        excursion_other=float(s.get("excursion_other", 0.0)),
     )
     if seeds.fast not in ("a", "b", "either") or not 1.0 <= seeds.ratio_min <= seeds.ratio_max:
         raise CdcError(f"{manifest}: bad [seeds] (fast must be a|b|either, 1 <= ratio_min <= ratio_max)")
+    if not (seeds.excursion_max == 0.0 or seeds.excursion_max > seeds.ratio_max) or not (
+            seeds.excursion_other == 0.0 or (seeds.excursion_other > 1.0 and seeds.fast != "either")):
+        raise CdcError(f"{manifest}: bad [seeds] excursions (excursion_max 0 or above ratio_max; "
+                       "excursion_other 0 or above 1, and only with fast a|b)")
     stim = {k: (int(v[0]), int(v[1])) for k, v in m.get("stimulus", {}).items()}
     task = Task(
         id=_req(m, "id", manifest),

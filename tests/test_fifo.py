@@ -159,7 +159,7 @@ def test_a_design_that_moves_no_data_fails():
     assert text != t.reference_text
     res = _run(t, text, hidden_seeds(t, 2))
     assert all(r.status == "fail" for r in res)
-    assert all(any(w in r.reason for w in ("hang", "no progress", "full stuck")) for r in res), \
+    assert all(any(w in r.reason for w in ("read latency", "no progress", "full stuck")) for r in res), \
         [r.reason for r in res]
 
 
@@ -219,3 +219,56 @@ def test_unusual_correct_fixes_pass_every_output_check(name):
     t = load_task("fifo_01")
     res = _run(t, (FIX / name / "submission.v").read_text(), list(t.seeds.visible) + hidden_seeds(t, 12))
     assert all(r.status == "pass" for r in res), [r.reason for r in res]
+
+
+# ---------------------------------------------------------------------------- issue 35: A and F
+
+
+def _excursion_seeds(t, n):
+    from cdc_env.sim.seeds import is_excursion
+
+    return [s for s in hidden_seeds(t) if is_excursion(t, s)][:n]
+
+
+@needs_icarus
+def test_read_latency_bound_fails_reads_delayed_by_registers():
+    """A pointer published a write cycle before its word, hidden by 15 registers before the burst
+    decision (fixture fifo-publish-before-write-delayed-reads): the read-latency sentence (idle for
+    LAT_RD read plus LAT_WR write cycles while a burst's worth of old words waits) fails it on a
+    visible seed; the reference, with its extra latency allowance, passes the same seeds."""
+    t = load_task("fifo_01")
+    text = (FIX / "fifo-publish-before-write-delayed-reads" / "submission.v").read_text()
+    res = _run(t, text, list(t.seeds.visible)[:2])
+    assert any(r.status == "fail" and r.reason.startswith("read latency") for r in res), \
+        [r.reason for r in res]
+    assert all(r.status == "pass" for r in _run(t, t.reference_text, list(t.seeds.visible)[:2]))
+
+
+@needs_icarus
+@pytest.mark.parametrize("name", ["ok-fifo-registered-output-stage", "ok-fifo-negedge-read-side"])
+def test_a_design_holding_a_word_outside_storage_passes(name):
+    """Class F: 16 words in storage plus one in an output register, or a read side on the falling
+    edge, break no sentence of the bug report; the old end-of-run bound ("more than 16 held") is
+    gone, so they pass -- on visible seeds, hidden seeds and the ratio excursions."""
+    t = load_task("fifo_02")
+    seeds = list(t.seeds.visible) + hidden_seeds(t, 6) + _excursion_seeds(t, 4)
+    res = _run(t, (FIX / name / "submission.v").read_text(), seeds)
+    bad = [(s, r.reason) for s, r in zip(seeds, res, strict=True) if r.status != "pass"]
+    assert not bad, bad
+
+
+@needs_icarus
+def test_slot_freed_before_read_fails_only_on_excursions():
+    """Class A: a read slot freed a read cycle before its word is read (fixture
+    fifo-slot-freed-before-read) is right while the reader is the faster clock, fifo_x_early's
+    stated range; the excursions with the writer faster catch it, and only those."""
+    from cdc_env.sim.seeds import is_excursion
+
+    t = load_task("fifo_x_early")
+    text = (FIX / "fifo-slot-freed-before-read" / "submission.v").read_text()
+    xs = _excursion_seeds(t, 10)
+    res = _run(t, text, xs)
+    caught = [s for s, r in zip(xs, res, strict=True) if r.status == "fail"]
+    assert caught and all(plan_seed(t, s).fast == "a" for s in caught), caught
+    others = [s for s in hidden_seeds(t, 12) if not is_excursion(t, s)]
+    assert all(r.status == "pass" for r in _run(t, text, others))

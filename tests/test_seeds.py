@@ -91,15 +91,73 @@ def test_a_design_that_misbehaves_only_at_an_exact_ratio_is_caught_by_the_corner
     """Fixture sim-t23-hs-ratio-trojan-1to1 (issue 23, class 6): the reference handshake plus a
     detector that sends a spurious acknowledgement when the clocks run exactly 1:1. No continuous
     draw of this task's hidden seeds comes within 2.6 % of 1:1, so only the corners can catch it:
-    it must fail on some hidden seeds, and every one of them must be a 1:1 corner."""
+    it must fail on some hidden seeds, and every one of them must be a 1:1 corner -- or a ratio
+    excursion with the acknowledger the faster clock (issue 35), which its detector also takes for
+    1:1."""
     from cdc_env import paths
     from cdc_env.grade import grade
-    from cdc_env.sim.seeds import is_corner
+    from cdc_env.sim.seeds import is_corner, is_excursion
 
     t = load_task("handshake")
     text = (paths.fixtures_dir() / "sim-t23-hs-ratio-trojan-1to1" / "submission.v").read_text()
     report = grade(t, text, hidden="all")
     failed = [r["seed"] for r in report["seeds"]["hidden"]["results"] if r["status"] != "pass"]
     assert failed, "the corners did not catch a design that misbehaves only at 1:1"
-    assert all(is_corner(t, s) and plan_seed(t, s).half_a == plan_seed(t, s).half_b for s in failed), failed
+    assert any(is_corner(t, s) for s in failed), failed
+    assert all((is_corner(t, s) and plan_seed(t, s).half_a == plan_seed(t, s).half_b)
+               or (is_excursion(t, s) and plan_seed(t, s).fast == "b") for s in failed), failed
     assert all(abs(plan_seed(t, s).ratio - 1.0) > 0.02 for s in hidden_seeds(t) if not is_corner(t, s))
+
+
+def test_ratio_excursions_are_a_fixed_share_outside_the_stated_range():
+    """Issue 35, class A: tasks whose manifest allows it run every EXCURSION_SHARE-th hidden seed
+    outside the stated steady range -- the fast side beyond ratio_max, or the other side the
+    faster one -- never a visible seed or a corner, and no other seed's plan moves."""
+    import dataclasses
+
+    from cdc_env.sim.seeds import EXCURSION_SHARE, is_corner, is_excursion
+
+    for tid in ("handshake", "event", "fifo_01", "fifo_x_early"):
+        t = load_task(tid)
+        cfg = t.seeds
+        hs = hidden_seeds(t)
+        xs = [s for s in hs if is_excursion(t, s)]
+        assert len(xs) == len(hs) // EXCURSION_SHARE and sum(is_excursion(t, s) for s in hs[:32]) == 2
+        assert not any(is_excursion(t, s) or is_corner(t, s) for s in t.seeds.visible)
+        assert not any(is_corner(t, s) for s in xs)
+        plans = [plan_seed(t, s) for s in xs]
+        for p in plans:
+            same = cfg.fast in ("either", p.fast)
+            assert (p.ratio > cfg.ratio_max - 0.01) if same else (p.ratio <= cfg.excursion_other + 0.01)
+            assert p.ratio <= max(cfg.excursion_max, cfg.excursion_other) + 0.01
+            assert p.ofs_a % 4 == 1 and p.ofs_b % 4 == 3 and p.half_a % 4 == 0 and p.half_b % 4 == 0
+        # without excursions in the manifest, every other seed plans exactly as before
+        plain = dataclasses.replace(t, seeds=dataclasses.replace(cfg, excursion_max=0.0, excursion_other=0.0))
+        assert not any(is_excursion(plain, s) for s in hs)
+        assert all(plan_seed(plain, s) == plan_seed(t, s) for s in hs if s not in xs)
+        assert any(plan_seed(plain, s) != plan_seed(t, s) for s in xs)
+    x = load_task("fifo_x_rdbin")  # writer fast 1-16: both kinds of excursion occur
+    plans = [plan_seed(x, s) for s in hidden_seeds(x) if is_excursion(x, s)]
+    assert {p.fast for p in plans} == {"a", "b"} and all(p.ratio > 16 for p in plans if p.fast == "a")
+    # fifo_x_early (early_publish): only the writer faster; a faster reader would fail the
+    # planted defect without late settling (cdc_env/fifo/generator.py, excursions)
+    e = load_task("fifo_x_early")
+    assert {plan_seed(e, s).fast for s in hidden_seeds(e) if is_excursion(e, s)} == {"a"}
+
+
+def test_a_manifest_with_bad_excursions_is_refused(tmp_path):
+    import shutil
+
+    import pytest
+
+    from cdc_env.errors import CdcError
+
+    src = load_task("handshake").dir
+    for bad in ("excursion_max = 4.0", "excursion_other = 0.5"):
+        d = tmp_path / bad.split()[0]
+        shutil.copytree(src, d)
+        text = (d / "task.toml").read_text()
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("excursion_"))
+        (d / "task.toml").write_text(text.replace("hidden_count = 200", "hidden_count = 200\n" + bad) + "\n")
+        with pytest.raises(CdcError, match="excursions"):
+            load_task(d)

@@ -20,6 +20,18 @@ edges apart, so at an exact ratio every edge of the slow clock falls 2 ps from o
 clock's). Corners keep the task's fast side and range; the stimulus and settling keys are the
 seed's own.
 
+Ratio excursions (hidden seeds only): a correct crossing does not rest on how fast the other
+clock runs (tasks/common/CONTRACT.md, "Delay-insensitive crossings"), so tasks whose manifest
+sets ``excursion_max`` / ``excursion_other`` run every EXCURSION_SHARE-th hidden seed (the 5th,
+25th, ...: exactly 5%, and 2 of the first 32; never a corner) outside the stated steady range:
+the task's fast side faster than ``ratio_max``, log-uniform up to ``excursion_max``, or (fast "a"
+or "b" only) the other side the faster one, log-uniform from 1:1 to ``excursion_other``; when a
+task allows both, a coin decides. The excursion is drawn from a stream of its own (keyed by task
+and seed), so no other seed's plan moves. An excursion seed faster than ``ratio_max`` runs
+``run_slow_cycles * ratio_max / ratio`` slow cycles (at least half of ``run_slow_cycles``), so it
+costs about what a seed at ``ratio_max`` costs. Each task's BUG.md says that these seeds exist
+and why they are fair (its bounds are stated in cycles of each clock, which hold at any ratio).
+
 Timing rules (no coincident clock edges, so event order never depends on the simulator):
 all times are integer picoseconds; half periods are multiples of 4; every clk_a edge falls at a
 time = 1 (mod 4) and every clk_b edge at 3 (mod 4); resets assert (at 2 ps, before the first
@@ -137,7 +149,27 @@ def _corner(cfg, rng: Prng) -> tuple[int, int, bool]:
     return h_slow, h_fast, rng.below(2) == 0
 
 
+EXCURSION_SHARE = 20  # every EXCURSION_SHARE-th hidden seed (5%), offset from the corners
+
+
+def _excursion(task: Task, rng: Prng) -> tuple[str, float]:
+    """An excursion seed's (fast side, ratio): beyond ratio_max on the task's fast side, or the
+    other side the faster one (see the module docstring)."""
+    cfg = task.seeds
+    kinds = ((["same"] if cfg.excursion_max > cfg.ratio_max else [])
+             + (["other"] if cfg.excursion_other > 1.0 else []))
+    kind = kinds[rng.below(len(kinds))] if len(kinds) > 1 else kinds[0]
+    if kind == "same":
+        lo, hi = cfg.ratio_max, cfg.excursion_max
+        fast = cfg.fast if cfg.fast != "either" else ("a" if rng.below(2) == 0 else "b")
+    else:
+        lo, hi = 1.0, cfg.excursion_other
+        fast = "b" if cfg.fast == "a" else "a"
+    return fast, math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * rng.unit())
+
+
 _CORNERS: dict[tuple, frozenset[int]] = {}
+_EXCURSIONS: dict[tuple, frozenset[int]] = {}
 
 
 def is_corner(task: Task, seed: int) -> bool:
@@ -148,6 +180,20 @@ def is_corner(task: Task, seed: int) -> bool:
         hs = hidden_seeds(task)
         _CORNERS[key] = frozenset(hs[CORNER_SHARE - 1::CORNER_SHARE])
     return seed in _CORNERS[key]
+
+
+def is_excursion(task: Task, seed: int) -> bool:
+    """A hidden seed that runs outside the task's stated steady clock range (a ratio excursion;
+    see the module docstring): every EXCURSION_SHARE-th seed of the hidden list, starting with the
+    5th, for tasks whose manifest allows excursions."""
+    cfg = task.seeds
+    if cfg.excursion_max <= cfg.ratio_max and cfg.excursion_other <= 1.0:
+        return False
+    key = (task.id, cfg.hidden_count, tuple(cfg.visible))
+    if key not in _EXCURSIONS:
+        hs = hidden_seeds(task)
+        _EXCURSIONS[key] = frozenset(hs[4::EXCURSION_SHARE])
+    return seed in _EXCURSIONS[key]
 
 
 def is_hidden(task: Task, seed: int) -> bool:
@@ -174,13 +220,21 @@ def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> Se
     if is_corner(task, seed):
         crng = Prng("cdc-corner-v1", task.id, seed)
         h_slow, h_fast, near_zero = _corner(cfg, crng)
+    run_slow = cfg.run_slow_cycles
+    if is_excursion(task, seed):
+        xrng = Prng("cdc-excursion-v1", task.id, seed)
+        fast, x_ratio = _excursion(task, xrng)
+        h_fast = FAST_HALF_MIN + 4 * xrng.below(FAST_HALF_STEPS)
+        h_slow = max(h_fast, 4 * round(h_fast * x_ratio / 4))
+        if x_ratio > cfg.ratio_max:  # as many fast cycles as a seed at ratio_max
+            run_slow = max(cfg.run_slow_cycles // 2, math.ceil(cfg.run_slow_cycles * cfg.ratio_max / x_ratio))
     half_a, half_b = (h_fast, h_slow) if fast == "a" else (h_slow, h_fast)
     # = 1 (mod 4), within the first period, and after the testbench's reset assertion at 2 ps
     ofs_a = 5 + 4 * rng.below(half_a // 2 - 1)
     ofs_b = 3 + 4 * rng.below(half_b // 2)  # = 3 (mod 4)
     if near_zero:  # first edges 2 ps apart (either order)
         ofs_b = ofs_a + 2 if ofs_b % 8 == 3 else ofs_a - 2
-    run = max(ofs_a, ofs_b) + cfg.run_slow_cycles * 2 * h_slow
+    run = max(ofs_a, ofs_b) + run_slow * 2 * h_slow
     t_end = run + (-run % 4)  # = 0 (mod 4): no edge at the end
     stim_key = rng.next() & 0xFFFFFFFF
     settle_key = rng.next() & 0xFFFFFFFF

