@@ -1,7 +1,7 @@
 """docs/contract-checks.md keeps step with the texts it maps (issue 35: every stated rule has a check).
 
 Every Requires sentence of tasks/common/CONTRACT.md and every sentence of each family's bug report
-(the invariant, status-output and what-you-may-change sections) must contain the key of a row of
+(the invariant, status-output, clocking and what-you-may-change sections) must contain the key of a row of
 its source; every key must occur in its source; every fixture a row names must exist with the
 kind its column says (on a task of the row's family); every gate rule named must exist. Sentences
 are compared normalized (whitespace collapsed, backticks and asterisks dropped, lower case, each
@@ -20,7 +20,7 @@ from cdc_env import paths
 from cdc_env.gate.rules import RULES
 
 TABLE = paths.data_root() / "docs" / "contract-checks.md"
-SECTIONS = ("Invariant the fix must keep.", "Status outputs", "What you may change.")
+SECTIONS = ("Invariant the fix must keep.", "Status outputs", "Clocking.", "What you may change.")
 COLUMNS = ("id", "source", "key", "check", "hack", "correct")
 
 
