@@ -90,6 +90,12 @@ def _task_files(task: Task) -> dict[str, str]:
 
 def task_profile(task: Task) -> TaskProfile:
     """Learn (once per task content) reserved names, port domains and storage from trusted files."""
+    return _profile(task)[0]
+
+
+def _profile(task: Task) -> tuple[TaskProfile, float]:
+    """task_profile, and the CPU-s of the child that learned it now (0 when it was cached): the
+    first grade of a task in a process pays for that synthesis, and its report counts it."""
     from . import analysis, cdc, frontend, policy  # noqa: PLC0415 -- pyslang/pyosys load only when the gate runs
 
     trusted = _task_files(task)
@@ -97,7 +103,7 @@ def task_profile(task: Task) -> TaskProfile:
     key = hashlib.sha256(json.dumps([str(task.dir), task.top, defective, sorted(trusted.items()),
                                      [d.__dict__ for d in task.domains], task.storage]).encode()).hexdigest()
     if key in _PROFILES:
-        return _PROFILES[key]
+        return _PROFILES[key], 0.0
     fe = frontend.parse_all(trusted)
     reserved: dict[str, str] = {task.tb_top: task.testbench}
     for name, p in fe.parses.items():
@@ -106,7 +112,7 @@ def task_profile(task: Task) -> TaskProfile:
     _preload()
     with tempfile.TemporaryDirectory(prefix="cdc-gate-learn-") as tmp:
         job = _job(task, task.files(defective), reserved, None, tmp)
-        payload, _cpu, detail = _in_child(analysis.learn, job)
+        payload, learn_cpu, detail = _in_child(analysis.learn, job)
         if payload is None:
             from . import synth  # noqa: PLC0415
 
@@ -118,7 +124,7 @@ def task_profile(task: Task) -> TaskProfile:
     ports = cdc.Ports(inputs=payload["inputs"], outputs=payload["outputs"],
                       data_outputs=frozenset(payload["data_outputs"]), storage=storage)
     _PROFILES[key] = TaskProfile(reserved=reserved, ports=ports)
-    return _PROFILES[key]
+    return _PROFILES[key], learn_cpu
 
 
 def _preload() -> None:
@@ -150,16 +156,17 @@ def run_gate(task: Task, files: dict[str, str], *, skip_rules: frozenset[str] = 
         netlist, and only a design that does not synthesize is refused.
     """
     cpu0 = time.thread_time()  # the calling thread only (not other grades running in this process)
+    children: list[float] = []  # CPU-s of children other than the analysis (learning the task profile)
     try:
-        result = _run(task, files, skip_rules, isolate, rules)
+        result = _run(task, files, skip_rules, isolate, rules, children)
     except Exception as exc:  # noqa: BLE001 -- the stage's contract: never raise, never pass
         result = GateResult("tool_error", detail=f"the gate failed: {type(exc).__name__}: {exc}"[:500])
-    result.cpu_s += time.thread_time() - cpu0
+    result.cpu_s += time.thread_time() - cpu0 + sum(children)
     return result
 
 
 def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate: bool,
-         rules: bool) -> GateResult:
+         rules: bool, children: list[float]) -> GateResult:
     from . import analysis  # noqa: PLC0415
     from .frontend import input_problem  # noqa: PLC0415
 
@@ -176,7 +183,8 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
     if problems:
         fs = [finding("GATE-INPUT", p, file=n) for n, p in problems]
         return GateResult("refused", fs, detail=problems[0][1])
-    profile = task_profile(task)
+    profile, learn_cpu = _profile(task)
+    children.append(learn_cpu)
     _preload()
     with tempfile.TemporaryDirectory(prefix="cdc-gate-") as tmp:
         job = _job(task, design, profile.reserved, profile.ports, tmp, rules)
