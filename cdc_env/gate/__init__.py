@@ -41,8 +41,9 @@ from .. import paths
 from ..task import Task
 from .rules import RULES, finding
 
-# A backstop, not a bound (work.py bounds the analysis): 20x what a design at the work bounds costs
-# idle (~1 CPU-s), and 200x what the tasks' designs cost. Exceeding it is a tool_error.
+# A backstop, not a bound (work.py bounds the analysis): 15-25x what a design at a work bound costs
+# (0.8-1.4 CPU-s), ~300x what the tasks' and fixtures' designs cost (0.07 at most; docs/gate.md,
+# "Work bounds"). Exceeding it is a tool_error.
 CPU_BACKSTOP_S = 20  # per analysis (RLIMIT_CPU; the child is killed beyond it)
 WALL_LIMIT_S = 120.0  # a guard against a child that stops making progress (6x the CPU backstop)
 MEM_HEADROOM = 1 << 30  # address space the child may add to what it inherits
