@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_env import paths
+from cdc_env.fixtures import load_fixtures
 from cdc_env.submission import MAX_OFFSET, allowlist
 from cdc_env.task import load_task
 
@@ -160,15 +160,13 @@ def test_the_allowlist_agrees_with_gnu_patch(name, tmp_path):
 
 
 def test_the_fixture_diffs_agree_with_gnu_patch(tmp_path):
-    """Every diff fixture of the handshake task: accepted exactly when patch applies it to the
-    editable file only, with patch's text."""
-    subs = sorted(paths.fixtures_dir().glob("*/submission.diff"))
-    assert len(subs) >= 15
-    for k, sub in enumerate(subs):
-        diff = sub.read_text(encoding="utf-8")
-        if "+++ b/hs_top.v" not in diff and "hs_top.v" not in diff[:2000]:
-            continue  # another task's file
-        work = tmp_path / str(k)
+    """Every diff fixture (all are the handshake task's): accepted exactly when patch applies it
+    to the editable file only, with patch's text."""
+    diffs = [fx for fx in load_fixtures() if (fx.folder / "submission.diff").is_file()]
+    assert len(diffs) >= 15 and {fx.task for fx in diffs} == {TASK.id}
+    for fx in diffs:
+        diff = fx.submission().decode("utf-8")
+        work = tmp_path / fx.name
         work.mkdir()
         check(diff, work, without_editable=diff.startswith("--- /dev/null\n+++ b/hs_top.v"))
 
