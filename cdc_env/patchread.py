@@ -21,8 +21,10 @@ placement (patch.c: ``locate_hunk``, ``apply_hunk``) on the points that decide a
 
 Not followed (the reader raises ``Unsupported``, and the allowlist refuses): context, normal
 and ed-script diffs, RFC 934 ``- ``-escaped diffs, and an ed script patch would find in the
-text after a diff. One deliberate difference: the last line of a diff counts even without a
-newline (model output often lacks one; patch drops such a line).
+text after a diff. Deliberate differences: the last line of a diff counts even without a newline
+(model output often lacks one; patch drops such a line), and a hunk is placed by trying only
+the lines of the file, in patch's order (patch walks every offset up to its header's line
+number: ~1e11 of them for '@@ -99999999999,7 ...', which it did not finish in 60 s).
 """
 
 from __future__ import annotations
@@ -409,9 +411,10 @@ def _locate(src: list[str], h: Hunk, in_offset: int, frozen: int) -> int | None:
     if sf < 0:  # can only match at the end of the file
         offset = guess - (n_in - len(pat) + 1)
         return guess - offset if offset <= max_neg and match(guess - offset, pf, 0) else None
-    for offset in range(max(max_pos, max_neg) + 1):
-        if offset <= max_pos and match(guess + offset):
-            return guess + offset
-        if 0 < offset <= max_neg and match(guess - offset):
-            return guess - offset
+    # patch tries offsets 0, +1, -1, +2, -2 ... up to its bounds; only lines inside the file can
+    # match, so those are tried in that order (a header's line number may be huge).
+    lo, hi = max(1, guess - max_neg), min(n_in - len(pat) + 1, guess + max_pos)
+    for at in sorted(range(lo, hi + 1), key=lambda at: (abs(at - guess), at < guess)):
+        if match(at):
+            return at
     return None

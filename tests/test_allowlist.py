@@ -270,3 +270,11 @@ def test_a_hunk_with_less_context_after_than_before_must_end_the_file():
     d = make_diff().replace("@@ -53,11 +52,10 @@", "@@ -53,9 +52,8 @@")
     res = allowlist(TASK, d)
     assert not res.ok and "does not apply" in res.reason
+
+
+def test_a_huge_line_number_in_a_hunk_header_is_refused_at_once():
+    # GNU patch 2.7.6 searches ~1e11 offsets for this one (it did not finish in 60 s); the reader
+    # tries only the lines of the file, in patch's order.
+    d = make_diff().replace("@@ -5,7 +5,9 @@", "@@ -99999999999,7 +99999999999,9 @@", 1)
+    res = allowlist(TASK, d)
+    assert not res.ok and "does not apply" in res.reason
