@@ -41,8 +41,8 @@ from .. import paths
 from ..task import Task
 from .rules import RULES, finding
 
-# A backstop, not a bound (work.py bounds the analysis): 15-25x what a design at a work bound costs
-# (0.8-1.4 CPU-s), ~300x what the tasks' and fixtures' designs cost (0.07 at most; docs/gate.md,
+# A backstop, not a bound (work.py bounds the analysis): 13-25x what a design at a work bound costs
+# (0.8-1.5 CPU-s), 200x what the tasks' and fixtures' designs cost (0.10 at most; docs/gate.md,
 # "Work bounds"). Exceeding it is a tool_error.
 CPU_BACKSTOP_S = 20  # per analysis (RLIMIT_CPU; the child is killed beyond it)
 WALL_LIMIT_S = 120.0  # a guard against a child that stops making progress (6x the CPU backstop)
