@@ -7,7 +7,8 @@ Reports wall and CPU seconds (parent + child) per submission: median and maximum
 runs. Target (issue 22): synthesis plus rules <= 0.1 CPU-s per submission, worst case.
 With ``--cases`` it also runs every design of tests/gate_cases/ (the rules' trips and near-miss
 designs: hierarchical helpers, unrolled function loops, memories...), except the GATE-LIMIT
-trip, which exists to hit the gate's 1 CPU-s cap.
+trip (it exists to exhaust the gate's memory budget) and the designs next to the work bounds
+(gate_limit_*: bench/bench_gate_work.py measures those).
 
     python bench/bench_gate.py [--repeat 5] [--cases] [--json] [TASK ...]
 """
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases:
         by_task: dict[str, list[tuple[str, str]]] = {}
         for p in sorted(CASES.glob("*.v")):
-            if not p.name.startswith("gate_limit.trips"):
+            if not p.name.startswith(("gate_limit.trips", "gate_limit_")):
                 by_task.setdefault(_case_task(p), []).append((p.stem, p.read_text()))
         for tid, designs in by_task.items():
             for r in bench(tid, max(1, args.repeat), designs):

@@ -11,15 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import patchread
 from .task import Task
 
 MAX_BYTES = 256 * 1024
 BOM = "\ufeff"
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_FORBIDDEN_DIFF_LINES = ("rename from", "rename to", "new file mode", "deleted file mode",
-                         "old mode", "new mode", "similarity index", "copy from", "copy to",
-                         "GIT binary patch", "Binary files")
 
 
 @dataclass
@@ -37,12 +34,12 @@ def refuse(reason: str) -> Allowlisted:
 def _is_diff(text: str, top: str) -> bool:
     """A unified diff, unless the text defines the task's top module at the start of a line: a
     full file stays a full file whatever its comments quote (a diff's lines start with ' ', '+'
-    or '-', never with 'module')."""
+    or '-', never with 'module'). A diff is anything with a line GNU patch could start a hunk or
+    a git diff at (after blanks or a byte-order mark, which patch does not skip: the reader then
+    decides what patch makes of it)."""
     if re.search(rf"^module\s+{re.escape(top)}\b", text, re.M):
         return False
-    head = text.lstrip()[:4000]
-    return bool(re.search(r"^--- \S", head, re.M) and re.search(r"^\+\+\+ \S", head, re.M)
-                and re.search(r"^@@ ", text, re.M)) or head.startswith("diff --git ")
+    return bool(re.search(r"^[ \t\ufeff]*(?:@@ -|diff --git )", text, re.M))
 
 
 def _diff_path(raw: str) -> str:
@@ -75,93 +72,86 @@ def _check_name(name: str, task: Task, old: bool = False) -> str | None:
     return None
 
 
-# How far a hunk may have drifted from the line its header states (as GNU patch's offsets, but
-# bounded, and never with fuzz: every context and removed line must match the file exactly).
+# How far a hunk may sit from the line its header states (GNU patch searches the whole file; a
+# model's diff written against its memory of the file is a few lines off, rarely more).
 MAX_OFFSET = 50
 
+_MODES = "renames, copies, re-modes or binary-patches a file"
 
-def locate_hunk(src: list[str], old_side: list[str], start: int, pos: int) -> int | None:
-    """Where a hunk whose old side (context and removed lines) is ``old_side`` applies: the stated
-    ``start`` if the file's lines match there exactly, else the nearest exact match within
-    ``MAX_OFFSET`` lines (later first on a tie, as GNU patch), never before ``pos`` (the end of the
-    previous hunk). None if there is none."""
-    n = len(old_side)
-    for d in range(MAX_OFFSET + 1):
-        for at in ((start + d, start - d) if d else (start,)):
-            if pos <= at <= len(src) - n and src[at:at + n] == old_side:
-                return at
+
+def _check_section(sec: patchread.Section, task: Task) -> str | None:
+    """Why the one file section of a diff may not change the editable file, or None."""
+    for ext in sec.git_ext:
+        if not (sec.old_null and ext == "new file mode 100644"):  # git's header of a whole-file diff
+            return f"the diff {_MODES} ('{ext[:40]}')"
+    for k, part in enumerate(sec.git):
+        bad = _check_name(_diff_path(part), task, old=k == 0)
+        if bad:
+            return bad
+    if sec.new_null:
+        return f"a diff may not create or delete files (+++ /dev/null deletes {task.editable})"
+    named = [(n, old) for n, old in ((sec.old, True), (sec.new, False)) if n is not None]
+    if not named and sec.index is not None:
+        named = [(sec.index, False)]
+    if not named:
+        return f"malformed diff: the hunk at line {sec.line} follows no header naming {task.editable}"
+    for name, old in named:
+        bad = _check_name(_diff_path(name), task, old)
+        if bad:
+            return bad
     return None
 
 
 def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
-    """Apply a one-file unified diff to ``original`` (the editable file as shipped). Hunks may be
-    off by up to MAX_OFFSET lines (each offset is reported in ``form``); no fuzz."""
-    lines = diff.replace("\r\n", "\n").splitlines()
-    src = original.splitlines()
-    out: list[str] = []
-    pos = 0  # index into src of the next unconsumed line
-    files_seen = 0
-    offsets: list[int] = []
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        if ln.startswith(_FORBIDDEN_DIFF_LINES):
-            return refuse(f"the diff renames, copies, re-modes or binary-patches a file ('{ln[:40]}')")
-        if ln.startswith("diff --git "):
-            for k, part in enumerate(ln.split()[2:4]):
-                bad = _check_name(_diff_path(part), task, old=k == 0)
-                if bad:
-                    return refuse(bad)
-            i += 1
-            continue
-        if ln.startswith("--- "):
-            if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
-                return refuse("malformed diff: '---' header without '+++'")
-            for raw, old in ((ln[4:], True), (lines[i + 1][4:], False)):
-                bad = _check_name(_diff_path(raw), task, old)
-                if bad:
-                    return refuse(bad)
-            files_seen += 1
-            if files_seen > 1:
-                return refuse("the diff has more than one file section")
-            i += 2
-            continue
-        m = _HUNK.match(ln)
-        if m:
-            start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
-            hunk: list[tuple[str, str]] = []
-            i += 1
-            while i < len(lines) and not lines[i].startswith(("@@", "--- ", "diff --git ")):
-                h = lines[i]
-                i += 1
-                if h.startswith("\\"):
-                    continue
-                tag, body = (h[:1], h[1:]) if h else (" ", "")
-                if tag not in (" ", "-", "+"):
-                    return refuse(f"malformed diff line: '{h[:40]}'")
-                hunk.append((tag, body))
-            old_side = [body for tag, body in hunk if tag != "+"]
-            at = locate_hunk(src, old_side, start, pos)
-            if at is None:
-                if start < pos:
-                    return refuse("malformed diff: hunks overlap or are out of order")
-                k = next((k for k, want in enumerate(old_side)
-                          if start + k >= len(src) or src[start + k] != want), 0)
-                return refuse(f"the diff does not apply: line {start + k + 1} of {task.editable} differs "
-                              f"(hunk {len(offsets) + 1}: its context and removed lines must match the file "
-                              f"exactly, at most {MAX_OFFSET} lines from where its header says)")
-            offsets.append(at - start)
-            out.extend(src[pos:at])
-            out.extend(body for tag, body in hunk if tag != "-")
-            pos = at + len(old_side)
-            continue
-        i += 1  # preamble text around a diff is ignored
-    if files_seen == 0:
-        return refuse("malformed diff: no file header")
-    out.extend(src[pos:])
+    """Apply a one-file unified diff to ``original`` (the editable file as shipped), as GNU
+    ``patch --fuzz=0`` reads and applies it (patchread.py): hunks are as long as their line
+    counts say, text around the diff is ignored, a hunk may sit up to MAX_OFFSET lines from its
+    header's line (each offset is reported in ``form``). A whole-file diff from /dev/null
+    replaces the file."""
+    try:
+        reading = patchread.read(diff)
+    except patchread.Unsupported as exc:
+        return refuse(f"the diff is not one this grader reads ({exc}); send a unified diff "
+                      "(diff -u, git diff)")
+    except patchread.PatchError as exc:
+        return refuse(f"malformed diff: {exc}")
+    if reading.header_only:
+        line, ext = reading.header_only[0]
+        what = f" ('{ext[0][:40]}')" if ext else ""
+        return refuse(f"the diff {_MODES}{what}: a git header with no hunk, before line {line + 1}")
+    if reading.skipped:
+        return refuse(f"line {reading.skipped[0]} of the diff looks like a hunk header, but GNU patch would "
+                      "skip it (text before it, such as a blank line between hunks, ended the file's diff); "
+                      "remove that text or give the hunk its own ---/+++ header")
+    if not reading.sections:
+        return refuse("malformed diff: no hunk after a file header (--- a/FILE, +++ b/FILE, @@ -N,M +N,M @@)")
+    for sec in reading.sections:  # every file patch would touch is named in the refusal
+        bad = _check_section(sec, task)
+        if bad:
+            return refuse(bad)
+    if len(reading.sections) > 1:
+        return refuse("the diff has more than one file section")
+    sec = reading.sections[0]
+    if sec.old_null:
+        h = sec.hunks[0]
+        if len(sec.hunks) != 1 or h.old or h.first != 1:
+            return refuse("a diff may not create or delete files; one from /dev/null is taken only as the "
+                          "whole new file, in one hunk of added lines (@@ -0,0 +1,N @@)")
+        return Allowlisted(True, _text(body for _tag, body in h.new),
+                           form="diff, the whole file (from /dev/null)")
+    try:
+        out, offsets = patchread.apply(original.splitlines(keepends=True), sec.hunks, MAX_OFFSET)
+    except patchread.PatchError as exc:
+        return refuse(f"the diff does not apply to {task.editable}: {exc} (its context and removed lines "
+                      f"must match the file exactly, at most {MAX_OFFSET} lines from where its header says)")
     shifted = [f"hunk {k + 1} at {d:+d}" for k, d in enumerate(offsets) if d]
     form = "diff" + (f", applied with offsets: {', '.join(shifted)} lines" if shifted else "")
-    return Allowlisted(True, "\n".join(out) + "\n", form=form)
+    return Allowlisted(True, _text(out), form=form)
+
+
+def _text(lines) -> str:  # noqa: ANN001 -- any iterable of lines with their newlines
+    text = "".join(lines)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def allowlist(task: Task, submission: str | bytes) -> Allowlisted:
@@ -181,19 +171,23 @@ def allowlist(task: Task, submission: str | bytes) -> Allowlisted:
         return refuse(f"submission is larger than the limit of {MAX_BYTES} bytes")
     if "\x00" in submission:
         return refuse("submission is binary (contains NUL bytes), not Verilog text")
-    if submission.startswith(BOM):  # editors add one; Icarus 11 would drop the text after it
-        submission = submission[1:]
-    if BOM in submission:
-        line = submission.count("\n", 0, submission.index(BOM)) + 1
-        return refuse(f"the submission contains a byte-order mark (U+FEFF) at line {line}, not at the "
-                      "start; simulators read it as garbage -- remove it")
-    if not submission.strip():
+    if not submission.lstrip(BOM).strip():
         return refuse("submission is empty")
     if _is_diff(submission, task.top):
         res = apply_diff(task.given_text, submission, task)
+        what = "the file the diff makes"
     else:
         res = Allowlisted(True, submission if submission.endswith("\n") else submission + "\n", form="file")
-    if res.ok and not re.search(rf"\bmodule\s+{re.escape(task.top)}\b", res.text):
+        what = "the submission"
+    if not res.ok:
+        return res
+    if res.text.startswith(BOM):  # editors add one; Icarus 11 would drop the text after it
+        res.text = res.text[1:]
+    if BOM in res.text:
+        line = res.text.count("\n", 0, res.text.index(BOM)) + 1
+        return refuse(f"{what} contains a byte-order mark (U+FEFF) at line {line}, not at the "
+                      "start; simulators read it as garbage -- remove it")
+    if not re.search(rf"\bmodule\s+{re.escape(task.top)}\b", res.text):
         return refuse(f"the submission does not define module '{task.top}' -- is it for another task?"
                       f" (task '{task.id}' edits {task.editable})")
     return res

@@ -191,3 +191,90 @@ def test_no_fuzz_a_context_line_that_differs_is_refused():
 
 def test_exact_diffs_report_no_offset():
     assert allowlist(TASK, make_diff()).form == "diff"
+
+
+# Issue 36, class 7: diffs read as GNU patch reads them (tests/test_allowlist_patch.py compares
+# with the real patch; these need no patch binary).
+TB_DIFF = ("--- a/tb.v\n+++ b/tb.v\n@@ -1 +1 @@\n"
+           "-// Testbench of the handshake task (hidden from the agent).\n+// x\n")
+WHOLE = f"--- /dev/null\n+++ b/hs_top.v\n@@ -0,0 +1,{len(FIXED.splitlines())} @@\n" + "".join(
+    "+" + ln for ln in FIXED.splitlines(True))
+
+
+@pytest.mark.parametrize("before,after", [
+    ("Here is the fix:\n\n```diff\n", "```\n\nThe ack is now a level.\n"),  # a Markdown fence
+    ("From 3f2c Mon Sep 17 00:00:00 2001\nSubject: [PATCH] fix\n---\n hs_top.v | 17 +++---\n\n",
+     "-- \n2.39.5\n\n"),  # git format-patch: mail headers, diffstat, signature
+    ("", "\n- a Markdown list item\n+ and another\n"),  # lines past the counts, starting with - or +
+], ids=["markdown", "format-patch", "list"])
+def test_text_around_the_diff_is_ignored(before, after):
+    res = allowlist(TASK, before + make_diff() + after)
+    assert res.ok and res.text == FIXED, res.reason
+
+
+def test_a_hunk_ends_where_its_counts_say():
+    one = make_diff(new=ORIG.replace("reg  busy_q;", "reg  busy_q;  // open request", 1))
+    res = allowlist(TASK, one + "+  // past the hunk's counts: not a line of it\n")
+    assert res.ok and "past the hunk" not in res.text and "// open request" in res.text
+
+
+def test_a_count_longer_than_the_hunk_is_refused():
+    d = make_diff().replace("@@ -5,7 +5,9 @@", "@@ -5,9 +5,11 @@")
+    res = allowlist(TASK, d)
+    assert not res.ok and "malformed" in res.reason
+
+
+def test_a_hunk_patch_would_skip_is_refused_not_dropped():
+    res = allowlist(TASK, make_diff().replace("\n@@ -19", "\n\n@@ -19", 1))
+    assert not res.ok and "GNU patch would skip it" in res.reason
+
+
+@pytest.mark.parametrize("where", ["start", "diff --git", "+++"])
+def test_a_bom_before_a_header_line_is_read_as_patch_reads_it(where):
+    d = make_diff(git=where == "diff --git")
+    d = {"start": "Patch:\n\ufeff" + d, "diff --git": "\ufeff" + d,
+         "+++": d.replace("+++ ", "\ufeff+++ ", 1)}[where]
+    res = allowlist(TASK, d)
+    assert res.ok and res.text == FIXED, res.reason
+
+
+def test_a_bom_inside_the_file_a_diff_makes_is_refused():
+    res = allowlist(TASK, make_diff(new=FIXED.replace("module hs_top", "\ufeffmodule hs_top", 1)))
+    assert not res.ok and "byte-order mark" in res.reason and "the file the diff makes" in res.reason
+
+
+def test_a_whole_file_diff_from_dev_null_replaces_the_editable_file():
+    git = "diff --git a/hs_top.v b/hs_top.v\nnew file mode 100644\nindex 0000000..1234567\n"
+    for d in (WHOLE, git + WHOLE):
+        res = allowlist(TASK, d)
+        assert res.ok and res.text == FIXED and "from /dev/null" in res.form, res.reason
+
+
+@pytest.mark.parametrize("d,why", [
+    (WHOLE.replace("+++ b/hs_top.v", "+++ b/tb.v"), "touches 'tb.v'"),
+    ("diff --git a/hs_top.v b/hs_top.v\nnew file mode 100755\n" + WHOLE, "re-modes"),
+    ("diff --git a/hs_top.v b/hs_top.v\nnew file mode 120000\n" + WHOLE, "re-modes"),
+    (make_diff(old_name="/dev/null"), "create or delete"),  # hunks with context: not a whole file
+    (make_diff() + "\nAlso:\n" + TB_DIFF, "touches 'tb.v'"),  # another file's diff after the last hunk
+    (make_diff() + "-- \n2.39.5\ndiff --git a/tb.v b/tb.v\ndeleted file mode 100644\n", "deleted file mode"),
+    (make_diff().replace("\n@@", "\n*** tb.v\n@@", 1), "touches 'tb.v'"),  # patch's other header slot
+], ids=["devnull-tb", "devnull-755", "devnull-symlink", "devnull-context", "trailing-tb", "trailing-delete",
+        "stars-tb"])
+def test_what_patch_would_do_to_another_file_is_refused(d, why):
+    res = allowlist(TASK, d)
+    assert not res.ok and why in res.reason, res.reason
+
+
+def test_a_hunk_with_less_context_after_than_before_must_end_the_file():
+    # patch at fuzz 0: such a hunk can only match at the end of the file
+    d = make_diff().replace("@@ -53,11 +52,10 @@", "@@ -53,9 +52,8 @@")
+    res = allowlist(TASK, d)
+    assert not res.ok and "does not apply" in res.reason
+
+
+def test_a_huge_line_number_in_a_hunk_header_is_refused_at_once():
+    # GNU patch 2.7.6 searches ~1e11 offsets for this one (it did not finish in 60 s); the reader
+    # tries only the lines of the file, in patch's order.
+    d = make_diff().replace("@@ -5,7 +5,9 @@", "@@ -99999999999,7 +99999999999,9 @@", 1)
+    res = allowlist(TASK, d)
+    assert not res.ok and "does not apply" in res.reason

@@ -4,8 +4,9 @@
 returns plain data, so it can cross a pipe. Synthesis can end the child (a Yosys error exits the
 process), so the policy findings are left in the job's work directory before synthesis starts;
 ``after_exit`` turns what the child left there into findings. ``learn`` runs the same synthesis
-on a task's own design to learn its port domains (cdc.learn). This module does not bound
-resources or catch crashes (__init__.py does).
+on a task's own design to learn its port domains (cdc.learn). The rules run only on a netlist
+within the work bounds (work.py: counted, so the verdict is the same at any load); this module
+does not bound time or memory or catch crashes (__init__.py does).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cdc, frontend, policy, synth, xsafe
+from . import cdc, frontend, policy, synth, work, xsafe
 from .rules import finding
 
 
@@ -51,18 +52,21 @@ def analyse(job: Job) -> dict:
     if job.top not in result["json"].get("modules", {}):
         return {"findings": out + [finding("GATE-PARSE", f"the design does not define module '{job.top}', "
                                            "the task's top", file=job.editable)]}
+    verilog = result["verilog"]
+    counts = work.measure(result["json"], job.top, verilog)
+    if job.rules and (over := work.over(counts)):  # counted, not timed: the same at any load
+        return {"findings": out + [finding("GATE-LIMIT", over, file=job.editable)]}
     summary: dict = {}
     if job.rules:
         fs, summary = cdc.check(result["json"], job.top, job.clocks, job.resets, job.ports, job.storage)
         out.extend(fs)
     else:
         summary = cdc.summary_of(result["json"], job.top, job.clocks, job.resets)
-    verilog = result["verilog"]
     x_safe, x_why = xsafe.check(result["json"], job.top, job.clocks, job.resets)
     return {"findings": cdc.dedupe(out),
             "netlist": {"verilog": verilog, "sha256": synth.netlist_hash(verilog),
                         "cells": summary.get("cells", 0), "flops": summary.get("flops", 0),
-                        "x_safe": x_safe, "x_why": x_why},
+                        "x_safe": x_safe, "x_why": x_why, "work": counts},
             "summary": summary}
 
 

@@ -13,7 +13,7 @@ RULES: dict[str, str] = {
     "GATE-INPUT": "a design file is too large, not text, or nested too deeply to analyse",
     "GATE-PARSE": "the design does not parse or elaborate (slang's diagnostics; a compile error)",
     "GATE-SYNTH": "synthesis (Yosys) refused the design or crashed on it",
-    "GATE-LIMIT": "analysing the design exceeded the gate's CPU or memory budget",
+    "GATE-LIMIT": "the design exceeds the gate's work bounds or memory budget",
     # Policy, on the preprocessed text (what synthesis would drop silently)
     "POL-SYSCALL": "a system task or function that is not on the allowlist of pure ones",
     "POL-INCLUDE": "an `include directive",

@@ -33,7 +33,7 @@ from .base import (
     self_contained,
     stage_sources,
 )
-from .proc import run_bounded
+from .proc import probe, run_bounded
 from .seeds import SeedPlan
 
 
@@ -161,7 +161,7 @@ def _preload_dir(sandbox: bool) -> str:
 @lru_cache(maxsize=1)
 def _icarus_version() -> str:
     try:
-        out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True, timeout=10).stdout
+        out = probe(["iverilog", "-V"], timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unavailable"
     m = re.search(r"version (\S+)", out)

@@ -346,8 +346,8 @@ def userns_ok() -> bool:
     if bwrap is None:
         return False
     try:
-        r = subprocess.run([bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                            "--ro-bind", "/", "/", "--", "/bin/true"], capture_output=True, timeout=20)
+        r = probe([bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                   "--ro-bind", "/", "/", "--", "/bin/true"], timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -717,6 +717,22 @@ class CpuMeter:
 
 
 _METER: contextvars.ContextVar[CpuMeter | None] = contextvars.ContextVar("cdc_cpu_meter", default=None)
+
+
+def probe(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run`` of a short tool probe (a version, a sandbox check; each run once per
+    process, cached by its caller), its CPU charged to the meter in force: the grade that runs a
+    probe pays for it (it was missing from the first grade's cpu_s). The CPU is the process's
+    RUSAGE_CHILDREN difference, which a child of another thread ending at the same moment would
+    also enter; probes are a few ms once per process. Raises as subprocess.run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    finally:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        meter = _METER.get()
+        if meter is not None:
+            meter.add((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
 
 
 @contextlib.contextmanager

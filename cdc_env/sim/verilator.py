@@ -77,7 +77,7 @@ from .base import (
     self_contained,
     stage_sources,
 )
-from .proc import Limits, ProcResult, run_bounded
+from .proc import Limits, ProcResult, probe, run_bounded
 from .seeds import SeedPlan
 
 # Verilator front-end flags. Warnings are not errors: the static gate and the testbench judge a
@@ -166,8 +166,7 @@ def verilator_version() -> str:
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
     try:
-        out = subprocess.run(["g++", "-dumpfullversion", "-dumpmachine"], capture_output=True,
-                             text=True, timeout=20).stdout
+        out = probe(["g++", "-dumpfullversion", "-dumpmachine"], timeout=20).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "unavailable"
     return " ".join(out.split())
