@@ -109,8 +109,10 @@ def _dir_name(node) -> str:
 
 
 class _Checker:
-    def __init__(self, fe: FrontEnd, p: Parsed):
+    def __init__(self, fe: FrontEnd, p: Parsed, where: dict | None = None):
         self.fe, self.p = fe, p
+        self.where = where if where is not None else {}  # the line being checked, for GATE-INTERNAL
+        self.last = None  # the node being checked
         self.out: list[dict] = []
         self.signals: dict[int, set[str]] = {}  # module node -> its port, net and variable names
 
@@ -175,7 +177,7 @@ class _Checker:
     def reads_signal(self, n) -> bool:
         """A declarator of ``n`` has an initializer that names a port, net or variable of the
         module ``n`` is in (names of parameters, enum values and functions are constants)."""
-        inits = [d.initializer for d in n.declarators if getattr(d, "initializer", None) is not None]
+        inits = [d.initializer for d in _declarators(n) if d.initializer is not None]
         if not inits:
             return False
         mod = n.parent
@@ -193,7 +195,7 @@ class _Checker:
                 if x.kind == SK.ImplicitAnsiPort:
                     names.add(x.declarator.name.valueText)
                 elif x.kind in (SK.PortDeclaration, SK.NetDeclaration, SK.DataDeclaration):
-                    names.update(d.name.valueText for d in x.declarators)
+                    names.update(d.name.valueText for d in _declarators(x))
                 return True
 
             mod.visit(collect)
@@ -206,16 +208,28 @@ class _Checker:
             if isinstance(x, parsing.Token):
                 self.token(x)
             else:
+                self.last = x
                 self.node(x)
             return True
 
-        self.p.tree.root.visit(visit)
+        try:
+            self.p.tree.root.visit(visit)
+        except Exception:
+            if self.last is not None:
+                self.where["line"] = self.fe.line_of(self.last.sourceRange.start)[1]
+            raise
         for d in self.p.tree.diagnostics:
             code = str(d.code).removeprefix("DiagCode(").rstrip(")")
             if code in ("UnknownDirective", "UndefinedMacro"):
                 self.add("POL-DIRECTIVE", "an unknown directive or undefined macro (tool directives "
                          "such as `verilator_config or `systemc_* are not allowed); remove it", d.location)
         return self.out
+
+
+def _declarators(n) -> list:
+    """The declarators of a declaration node. Its ``declarators`` is a separated list, and
+    iterating it yields the separating commas too (``wire a, b;``): those are tokens."""
+    return [d for d in n.declarators if not isinstance(d, parsing.Token) and d.kind == SK.Declarator]
 
 
 def _unit_name(n) -> str:
@@ -265,11 +279,12 @@ def _members(root) -> Iterable:
         return []
 
 
-def check_file(fe: FrontEnd, name: str) -> list[dict]:
-    """Policy findings for one parsed design file (de-duplicated)."""
+def check_file(fe: FrontEnd, name: str, where: dict | None = None) -> list[dict]:
+    """Policy findings for one parsed design file (de-duplicated). ``where`` gets the line of
+    the node being checked (for a GATE-INTERNAL finding, should the check raise)."""
     seen: set[tuple] = set()
     out: list[dict] = []
-    for f in _Checker(fe, fe.parses[name]).run():
+    for f in _Checker(fe, fe.parses[name], where).run():
         key = (f["rule"], f["file"], f["line"], f["message"])
         if key not in seen:
             seen.add(key)

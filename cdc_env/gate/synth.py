@@ -29,7 +29,7 @@ import os
 import re
 from pathlib import Path
 
-from .frontend import SLANG_MACROS
+from .frontend import SLANG_MACROS, SYNTH_DEFINES
 from .rules import finding
 
 # The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
@@ -253,7 +253,7 @@ def automatic_lifetime(text: str) -> str:
                 at.append(off + 6)
 
     try:
-        syntax.SyntaxTree.fromText(text).root.visit(visit)
+        _tree(text).root.visit(visit)
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
     for off in sorted(at, reverse=True):
@@ -302,6 +302,31 @@ def _async_blocks(root) -> list:  # noqa: ANN001 -- a pyslang syntax node
     return found
 
 
+def _token_end(tok, data: bytes) -> int | None:  # noqa: ANN001 -- a pyslang token
+    """The byte offset just after ``tok`` in ``data`` (the UTF-8 text parsed), or None when the
+    token is not there as written: one the parser supplied (``isMissing``: the ``;`` of ``if (``
+    followed by garbage), or one that comes from a macro body (its offset is in another buffer).
+    Offsets are bytes, so the length is the token's bytes: ``len(rawText)`` counted characters,
+    and after a non-ASCII character the sum fell inside a multi-byte character (the rewritten text
+    was not UTF-8: a crash)."""
+    raw = tok.rawText.encode("utf-8")
+    off = tok.location.offset
+    if tok.isMissing or not raw or data[off:off + len(raw)] != raw:
+        return None
+    return off + len(raw)
+
+
+def _tree(text: str):  # noqa: ANN202 -- a pyslang syntax tree, loaded only in the gate's child
+    """The syntax tree of ``text`` with the gate's preprocessor setup (frontend: SYNTHESIS defined,
+    the same translate_off regions dropped), so that a rewrite sees the code synthesis reads."""
+    import pyslang  # noqa: PLC0415
+    from pyslang import syntax  # noqa: PLC0415
+
+    from .frontend import options  # noqa: PLC0415
+
+    return syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), "source", "", options())
+
+
 def _insert(text: str, edits: list[tuple[int, str]]) -> str:
     """``text`` with each (byte offset, text) of ``edits`` inserted."""
     data = text.encode("utf-8")
@@ -326,25 +351,30 @@ def plain_async_ifs(text: str) -> str:
 
     K = syntax.SyntaxKind
     try:
-        root = syntax.SyntaxTree.fromText(text).root
+        root = _tree(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
     spans: list[tuple[int, int]] = []
     edits: list[tuple[int, str]] = []
 
+    raw = text.encode("utf-8")
+
     def visit(node) -> None:  # noqa: ANN001
         if node.kind == K.ConditionalStatement and node.uniqueOrPriority.rawText:
             tok = node.uniqueOrPriority
-            spans.append((tok.location.offset, len(tok.rawText)))
+            end = _token_end(tok, raw)
+            if end is not None:
+                spans.append((tok.location.offset, end - tok.location.offset))
 
     for statement in _async_blocks(root):
         statement.visit(visit)
         own = (list(statement.items) if statement.kind == K.SequentialBlockStatement else [statement])
         for item in own:
             if item.kind == K.ConditionalStatement and item.elseClause is None:
-                last = item.getLastToken()
-                edits.append((last.location.offset + len(last.rawText), " else ;"))
-    data = bytearray(text.encode("utf-8"))
+                end = _token_end(item.getLastToken(), raw)
+                if end is not None:
+                    edits.append((end, " else ;"))
+    data = bytearray(raw)
     for off, n in spans:
         data[off:off + n] = b" " * n
     return _insert(data.decode("utf-8"), edits)
@@ -379,9 +409,10 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
     bumps = {"PostdecrementExpression", "PostincrementExpression", "UnaryPredecrementExpression",
              "UnaryPreincrementExpression"}
     try:
-        root = syntax.SyntaxTree.fromText(text).root
+        root = _tree(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
+    raw = text.encode("utf-8")
     # Every declarator of the text: a name declared with an unpacked dimension anywhere (a memory)
     # is never inserted, nor one the text does not declare.
     declared: dict[str, bool] = {}
@@ -428,11 +459,13 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
         holds = " ".join(f"{v} <= {v};" for v in held)
         if inner.kind == K.SequentialBlockStatement:
             first = next((i for i in inner.items if i.kind.name.endswith("Statement")), None)
-            if first is not None:
+            if first is not None and _token_end(first.getFirstToken(), raw) is not None:
                 edits.append((first.getFirstToken().location.offset, holds + " "))
         else:
-            edits.append((inner.getFirstToken().location.offset, f"begin {holds} "))
-            edits.append((inner.getLastToken().location.offset + len(inner.getLastToken().rawText), " end"))
+            start, end = inner.getFirstToken(), _token_end(inner.getLastToken(), raw)
+            if _token_end(start, raw) is not None and end is not None:
+                edits.append((start.location.offset, f"begin {holds} "))
+                edits.append((end, " end"))
     return _insert(text, edits)
 
 
@@ -456,7 +489,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     os.dup2(fd, 2)
     os.close(fd)
     os.chdir(workdir)
-    undef = " ".join(f"-U {m}" for m in SLANG_MACROS)
+    undef = " ".join([f"-U {m}" for m in SLANG_MACROS] + [f"-D {m}" for m in SYNTH_DEFINES])
     read = (f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
             "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
             "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
@@ -479,6 +512,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # Icarus and passed on Verilator). Both become 0, as a synthesis tool may make them. What stays
     # four-state is a flop that no reset reaches -- the testbench fails X on an output for that.
     ys.run_pass("proc; flatten", design)
+    drivers = conflicting_drivers(ys, design, log)
     # Yosys 0.70's opt_dff turns "else q <= c ? CONST : x" on an asynchronous-load flop ($aldff,
     # $aldffe; $dffsr the same way) into a synchronous reset that the cell cannot carry, and the
     # condition is dropped: the netlist rotated a ring that the source holds at its start value
@@ -541,7 +575,149 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # The first line names the Yosys build; the netlist's identity is its content.
     verilog = "\n".join(_one_semantics(ln) for ln in verilog.splitlines()
                         if not ln.startswith("/* Generated by Yosys")) + "\n"
-    return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning")}
+    return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning"),
+            "drivers": drivers}
+
+
+_CONFLICT = re.compile(r"^Warning: multiple conflicting drivers for (?P<sig>.+?):\s*$")
+_CONFLICT_CELL = re.compile(r"^\s+port \S+ of cell (?P<cell>\S+) \((?P<type>[^)]*)\)")
+_SRC = re.compile(r"(?P<file>[^\s:|]+):(?P<line>\d+)")
+
+
+def _driver_graph(ys, module):  # noqa: ANN001, ANN202 -- pyosys objects
+    """(floating, read, find) of a module after ``proc; flatten``: the names of the ``$buf``
+    cells whose input nothing drives (no cell output, no input port of the top, no constant,
+    through the module's connections) -- the front end's copy of a helper's input port connected
+    to a net nothing drives (``tap u (.a(q), .b(w));`` with ``b`` assigned inside), which drives
+    z, resolved by every simulator to the other driver's value: not a second driver --; the
+    bits some cell input or output port of the top reads; and the function that names a bit's
+    net (``(wire, offset)`` through the connections)."""
+    parent: dict = {}
+
+    def key(b):  # noqa: ANN001, ANN202
+        return (b.wire.name.str(), b.offset) if b.is_wire() else None
+
+    def find(x):  # noqa: ANN001, ANN202
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for lhs, rhs in module.connections():
+        for a, b in zip(lhs.to_sigbit_vector(), rhs.to_sigbit_vector(), strict=False):
+            ka, kb = key(a), key(b)
+            if ka is None or kb is None:
+                if ka is not None or kb is not None:
+                    parent[find(ka or kb)] = ("const",)
+                continue
+            ra, rb = find(ka), find(kb)
+            if ra != rb:
+                parent[ra] = rb
+    driven = {("const",)}
+    for wire in module.wires_.values():
+        if wire.port_input:
+            driven.update(find((wire.name.str(), i)) for i in range(wire.width))
+    bufs = []
+    for name, cell in module.cells_.items():
+        for port, sig in cell.connections_.items():
+            if cell.output(port):
+                driven.update(find(k) for b in sig.to_sigbit_vector() if (k := key(b)) is not None)
+        if cell.type.str() == "$buf":
+            bufs.append((name.str(), cell))
+    floating = set()
+    for name, cell in bufs:
+        a = cell.getPort(ys.IdString("\\A")).to_sigbit_vector()
+        if a and all((k := key(b)) is not None and find(k) not in driven for b in a):
+            floating.add(name)
+    read = set()
+    for name, cell in module.cells_.items():
+        if name.str() in floating:
+            continue
+        for port, sig in cell.connections_.items():
+            if not cell.output(port):
+                read.update(find(k) for b in sig.to_sigbit_vector() if (k := key(b)) is not None)
+    for wire in module.wires_.values():
+        if wire.port_output:
+            read.update(find((wire.name.str(), i)) for i in range(wire.width))
+    return floating, read, lambda b: find(key(b)) if key(b) is not None else None
+
+
+def _constant_written(ys, cell):  # noqa: ANN001, ANN202 -- pyosys objects
+    """The constant a driver cell puts on its output (a ``$buf`` of a constant, or a flop whose D
+    is one), as text; None for anything else."""
+    if cell is None:
+        return None
+    port = "\\A" if cell.type.str() == "$buf" else "\\D" if cell.hasPort(ys.IdString("\\D")) else None
+    if port is None:
+        return None
+    sig = cell.getPort(ys.IdString(port))
+    return ys.log_signal(sig) if sig.is_fully_const() else None
+
+
+def conflicting_drivers(ys, design, log: Path) -> list[dict]:  # noqa: ANN001 -- pyosys objects
+    """GATE-SYNTH findings for every net that two places drive (``assign ready_o =
+    !busy_q;`` and ``assign ready_o = 1'b0;``, or a reg written by two always blocks), from
+    Yosys's ``check`` right after ``proc; flatten``. Later passes keep one driver without a word
+    (``opt_clean`` merges the two), so the netlist showed a design with one of the assignments
+    silently gone; the simulators of the RTL resolve the two drivers (to X, or by race).
+    Only a net something reads counts (a cell, or an output of the top): a module-level loop
+    index that loops in two always blocks both write is a temporary of each, read only inside
+    them (``ok-hs-shared-loop-index``); and a buffer of a net nothing drives is not a driver
+    (``_driver_graph``). One finding per signal, on the line of the last driver whose
+    cell says where it is (a process), else on the signal's declaration (a continuous
+    assignment's cell has no line)."""
+    ys.log_flush()
+    start = log.stat().st_size
+    ys.run_pass("check", design)
+    ys.log_flush()
+    with open(log, "rb") as fh:
+        fh.seek(start)
+        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+    module = design.top_module()
+    if module is None or not any(_CONFLICT.match(ln) for ln in lines):
+        return []
+    cells = {name.str(): cell for name, cell in module.cells_.items()}
+    floating, read, net_of = _driver_graph(ys, module)
+    out: list[dict] = []
+    seen: set[str] = set()
+    k = 0
+    while k < len(lines):
+        m = _CONFLICT.match(lines[k])
+        k += 1
+        if not m:
+            continue
+        sig = m.group("sig").split(".", 1)[-1].lstrip("\\").strip()
+        name = re.sub(r"\s*\[\d+\]$", "", sig)
+        where: list[tuple[str, int]] = []
+        real = 0
+        values: set = set()  # the constant each driver writes (None: not a constant)
+        while k < len(lines) and lines[k].startswith("    "):
+            c = _CONFLICT_CELL.match(lines[k])
+            k += 1
+            if c and c.group("cell") in floating:
+                continue
+            real += 1
+            cell = cells.get(c.group("cell")) if c else None  # an assign's $buf has no src
+            values.add(_constant_written(ys, cell))
+            src = _SRC.search(cell.get_string_attribute(ys.IdString("\\src"))) if cell is not None else None
+            if src:
+                where.append((src.group("file"), int(src.group("line"))))
+        wire = module.wire(ys.IdString("\\" + name))
+        if len(values) == 1 and None not in values:
+            continue  # every driver writes the same constant (a loop index's final value): one value
+        if name in seen or real < 2 or wire is None or not any(
+                net_of(b) in read for b in ys.SigSpec(wire).to_sigbit_vector()):
+            continue  # a net nothing reads (a loop index both processes leave behind) changes nothing
+        seen.add(name)
+        decl = _SRC.search(wire.get_string_attribute(ys.IdString("\\src"))) if wire is not None else None
+        lines_ = sorted({ln for _f, ln in where})
+        file, line = (max(where, key=lambda w: w[1]) if where
+                      else (decl.group("file"), int(decl.group("line"))) if decl else (None, None))
+        at = (f" (driven at lines {', '.join(map(str, lines_))})" if len(lines_) > 1
+              else "" if where else " (declared here)")
+        out.append(finding("GATE-SYNTH", f"'{name}'{at} has more than one driver: each net or variable "
+                           "may be driven from one place only (one continuous assignment, or one always "
+                           "block); remove or merge the others", file=file, line=line))
+    return out
 
 
 def _dropped_by_front_end(ys, design) -> frozenset[str]:  # noqa: ANN001 -- pyosys objects
