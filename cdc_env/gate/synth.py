@@ -380,6 +380,86 @@ def plain_async_ifs(text: str) -> str:
     return _insert(data.decode("utf-8"), edits)
 
 
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (byte offset, bytes removed, text inserted) of ``edits`` applied."""
+    data = text.encode("utf-8")
+    for off, n, ins in sorted(edits, reverse=True):
+        data = data[:off] + ins.encode("utf-8") + data[off + n:]
+    return data.decode("utf-8")
+
+
+def loops_as_for(text: str) -> str:
+    """``text`` with every ``repeat (N) S`` and ``do S while (C);`` written as the ``for`` loop
+    it is, which yosys-slang lowers (Yosys 0.70 refuses both: "unsupported language feature").
+
+    ``repeat (N) S`` -> ``for (int n = (N), k = 0; k < n; k++) S``: the count is evaluated once,
+    as repeat does; a negative, X or Z count runs no iteration in both (int is two-state, X is 0).
+    ``do S while (C);`` -> ``for (bit first = 1'b1; first || (C); first = 1'b0) S``: the body runs
+    once before the first test, and ``continue`` reaches the test through the step, as in the
+    do loop; the ``while (C);`` after the body becomes spaces (its line breaks kept) and the
+    condition's tokens move to the ``do`` line, so no line number of a finding moves. The loop
+    variables are named after the loop's byte offset (``cdc_rep_n_812``). Whether the loop is
+    bounded is then the front end's decision, as for any ``for``. A text without either loop is
+    returned unchanged, so every other netlist is what it was."""
+    from pyslang import parsing, syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    try:
+        root = _tree(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    raw = text.encode("utf-8")
+    edits: list[tuple[int, int, str]] = []
+
+    def here(tok) -> int | None:  # noqa: ANN001 -- the token's offset if it is in the text as written
+        return tok.location.offset if _token_end(tok, raw) is not None else None
+
+    def visit(node) -> None:  # noqa: ANN001
+        if node.kind == K.LoopStatement and node.repeatOrWhile.kind == parsing.TokenKind.RepeatKeyword:
+            kw, op, cp = node.repeatOrWhile, node.openParen, node.closeParen
+            at = [here(kw), here(op), here(cp)]
+            if None in at:
+                return
+            n, k = f"cdc_rep_n_{at[0]}", f"cdc_rep_k_{at[0]}"
+            edits.extend([(at[0], len(kw.rawText), "for"), (_token_end(op, raw), 0, f"int {n} = ("),
+                          (at[2], 0, f"), {k} = 0; {k} < {n}; {k}++")])
+        elif node.kind == K.DoWhileStatement:
+            do, wh, semi = node.doKeyword, node.whileKeyword, node.semi
+            at, end = [here(do), here(wh)], _token_end(semi, raw)
+            if None in at or end is None:
+                return
+            cond = " ".join(t.rawText for t in _all_tokens(node.expr) if not t.isMissing)
+            first = f"cdc_do_{at[0]}"
+            span = raw[at[1]:end].decode("utf-8")
+            edits.extend([(at[0], len(do.rawText), f"for (bit {first} = 1'b1; {first} || ({cond}); "
+                                                    f"{first} = 1'b0)"),
+                          (at[1], end - at[1], "".join(c if c == "\n" else " " for c in span))])
+
+    root.visit(visit)
+    return _splice(text, edits) if edits else text
+
+
+def _all_tokens(node) -> list:  # noqa: ANN001 -- a pyslang syntax node
+    from pyslang import parsing  # noqa: PLC0415
+
+    out: list = []
+
+    def visit(x) -> bool:  # noqa: ANN001
+        if isinstance(x, parsing.Token):
+            out.append(x)
+        return True
+
+    node.visit(visit)
+    return out
+
+
+def prepared(text: str) -> str:
+    """The text read_slang reads for a design file: loops in the form the front end lowers
+    (loops_as_for), the ifs of asynchronously reset blocks in its one form (plain_async_ifs),
+    modules automatic (automatic_lifetime). No line moves."""
+    return automatic_lifetime(plain_async_ifs(loops_as_for(text)))
+
+
 def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
     """``text`` with ``v <= v;`` written first in every asynchronously reset always block, for
     each variable ``v`` of ``names`` that the block writes only by nonblocking assignment.
@@ -479,7 +559,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     workdir = Path(workdir)
     names = list(files)
     for name, text in files.items():
-        (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
+        (workdir / name).write_text(prepared(text), encoding="utf-8")
     (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
     log = workdir / "yosys.log"
     # Yosys logs to stdout (C++ streams): point file descriptor 1 at the log, so that a message
@@ -500,7 +580,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     held = {name: held_registers(text, dropped) for name, text in files.items()} if dropped else files
     if held != files:  # registers the front end lost (held_registers): again, with their holds written
         for name, text in held.items():
-            (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
+            (workdir / name).write_text(prepared(text), encoding="utf-8")
         design = ys.Design()
         ys.run_pass(read, design)
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
@@ -512,6 +592,13 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # Icarus and passed on Verilator). Both become 0, as a synthesis tool may make them. What stays
     # four-state is a flop that no reset reaches -- the testbench fails X on an output for that.
     ys.run_pass("proc; flatten", design)
+    # An immediate assertion is a $check cell: a run-time report, never part of the design. The
+    # policy accepts only those that report ($error/$warning/$info, pure conditions and
+    # arguments; policy._reporting_assertion) and refuses every other assertion, so the cells are
+    # dropped here: the netlist the rules read and the simulators build has none. A no-op for a
+    # netlist without one.
+    if any(c.type.str() == "$check" for c in design.top_module().cells_.values()):
+        ys.run_pass("delete t:$check", design)
     drivers = conflicting_drivers(ys, design, log)
     # Yosys 0.70's opt_dff turns "else q <= c ? CONST : x" on an asynchronous-load flop ($aldff,
     # $aldffe; $dffsr the same way) into a synchronous reset that the cell cannot carry, and the
@@ -846,8 +933,8 @@ def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
         return finding("GATE-LIMIT", f"{e['message']} -- the design exceeds the gate's elaboration limits; "
                        "simplify it", file=file, line=e["line"])
     if e["code"] == "<user-diag>":  # Yosys's slang frontend: valid code it cannot synthesize
-        return finding("GATE-SYNTH", f"synthesis refused the design: {e['message']}; the grader runs only "
-                       "what synthesizes -- rewrite it as plain RTL", file=file, line=e["line"])
+        return finding("GATE-SYNTH", f"synthesis refused the design: {_unsupported(workdir, e)}; the grader "
+                       "runs only what synthesizes", file=file, line=e["line"])
     if e["code"] in HIERREF_DIAGS and e["file"] and e["line"]:
         name = re.search(r"'([^']+)'", e["message"])
         try:
@@ -859,6 +946,47 @@ def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
                            "resolve in the design; a design may use only its own ports and signals",
                            file=file, line=e["line"])
     return finding("GATE-PARSE", f"{e['message']} -- fix the code so it compiles", file=file, line=e["line"])
+
+
+# The enum methods (IEEE 1800-2017 6.19.5): yosys-slang 0.70 calls each an "unsupported system
+# task"; the finding names the method and its rewrite instead.
+ENUM_METHODS = {
+    "first": "name the first value of the enum", "last": "name the last value of the enum",
+    "num": "use the number of values as a localparam",
+    "next": "write the next state explicitly (a case over the states, or s == LAST ? FIRST : "
+            "type_t'(s + 1) where the values are consecutive)",
+    "prev": "write the previous state explicitly (a case over the states)",
+    "name": "strings are not synthesizable; remove it",
+}
+# Constructs yosys-slang 0.70 refuses as "unsupported language feature", by the keyword that opens
+# them on the diagnostic's line, and the rewrite the finding names.
+UNSUPPORTED = {
+    "forever": "a forever loop: write a for loop with a constant bound",
+    "wait": "a wait statement: write the condition as logic sampled by the clock",
+    "fork": "fork/join: write the statements in sequence",
+    "alias": "a net alias: connect the nets with assign",
+    "randcase": "randcase: not synthesizable; choose by logic",
+}
+_METHOD = re.compile(r"unsupported system task '(\w+)'")
+
+
+def _unsupported(workdir: Path, e: dict) -> str:
+    """What a yosys-slang "unsupported" diagnostic is about, and the rewrite: an enum method by
+    name (not "system task 'next'"), or a construct found by its keyword on the line."""
+    msg = e["message"]
+    m = _METHOD.fullmatch(msg.strip())
+    if m and m.group(1) in ENUM_METHODS:
+        return (f"the enum method .{m.group(1)}() is not supported by the synthesis front end (Yosys 0.70's "
+                f"slang) -- {ENUM_METHODS[m.group(1)]}")
+    if msg.strip() == "unsupported language feature" and e.get("file") and e.get("line"):
+        try:
+            line = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+        except (OSError, IndexError, ValueError):
+            line = ""
+        for word, fix in UNSUPPORTED.items():
+            if re.search(rf"\b{word}\b", line):
+                return f"{fix} (the synthesis front end does not support it)"
+    return f"{msg} -- rewrite it as plain RTL"
 
 
 def netlist_hash(verilog: str) -> str:
