@@ -224,3 +224,19 @@ def test_two_drivers_that_change_nothing_pass():
     for case in ("accepted_cdc_raw_loopindex.near.v", "accepted_pol_portdir.near.v",
                  "accepted_pol_portdir_out.near.v"):
         assert gate((ROOT / "tests" / "gate_cases" / case).read_text()).status == "pass", case
+
+
+# ---------------------------------------------------------------- class 6: the first cause only
+
+def test_a_reset_synchronizer_on_an_inverted_clock_is_one_finding():
+    """cdc_sync_reset on ~clk_a_i: the cause is its clock (CDC-REWIRE, naming the inverted clock);
+    the flops it resets are not "reset by something that is not a cdc_sync_reset output" as well
+    (before: one CDC-RESET per register, all pointing away from the cause)."""
+    rst = load_task("rst_01")
+    text = rst.reference_text.replace("cdc_sync_reset u_rst_a (.clk_i(clk_a_i)",
+                                      "cdc_sync_reset u_rst_a (.clk_i(~clk_a_i)")
+    assert text != rst.reference_text
+    res = gate(text, rst)
+    assert res.status == "refused"
+    assert [f["rule"] for f in res.findings] == ["CDC-REWIRE"], res.findings
+    assert "'clk_a_i' inverted" in res.findings[0]["message"]
