@@ -50,6 +50,15 @@ CRASHES = {
     "comma_declaration_and_signal_initializer": edit([
         ("  wire ack_s;      // acknowledger's ack, synchronized into clk_a",
          "  wire ack_s, unused_w;\n  logic rdy_v = !busy_q;")]),
+    # What the fuzzer found on 0d566f5 (the same cause): a stray identifier or a spliced keyword
+    # that turns a statement into a declaration of a variable of an unknown type with an
+    # initializer (`assignassign ready_o = !busy_q;`, `wirelocalparam ...`), next to `wire a, b;`.
+    "stray_identifier_before_an_assign": edit([
+        ("  wire ack_s;      // acknowledger's ack, synchronized into clk_a", "  wire ack_s, unused_w;"),
+        ("  assign ready_o = !busy_q;", "  assignassign ready_o = !busy_q;")]),
+    "spliced_keyword_in_a_declaration": edit([
+        ("  wire ack_s;      // acknowledger's ack, synchronized into clk_a", "  wire ack_s, unused_w;"),
+        ("  assign ready_o = !busy_q;", "  wirelocalparam rdy_w = !busy_q;\n  assign ready_o = !busy_q;")]),
     # A non-ASCII character inside an asynchronously reset block's if: the else that
     # synth.plain_async_ifs writes was placed by characters, not bytes (UnicodeDecodeError).
     "non_ascii_in_async_reset_if": edit([("    if (!rst_a_ni) begin\n      req_q",
