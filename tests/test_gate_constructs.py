@@ -4,7 +4,8 @@ small design each (a helper module instantiated in the handshake reference, its 
 only the front end's lowering is judged), and what the gate makes of each: accepted, or refused
 with a finding that names the construct and the rewrite (docs/gate.md, "Language support").
 
-Lowered by the gate before synthesis: ``repeat (N)`` and ``do ... while`` (synth.loops_as_for).
+Lowered by the gate before synthesis: ``repeat (N)`` and ``do ... while`` (synth.loops_as_for),
+the enum methods on a variable of a ``typedef enum`` the text declares (synth.enum_methods).
 Accepted since issue 36 because they cannot change the netlist or the verdict: SV ``let``, a
 local ``interface``, immediate assertions that only report, an initializer equal to the flop's
 reset value (checked in the top module, where the flop is kept).
@@ -98,10 +99,16 @@ def design(name: str, body: str | None) -> str:
     return REF.replace("\nendmodule", "\n" + inst) + probe
 
 
+CONSTRUCTS.update({
+    # Enum methods the gate cannot write from the text alone: left to the front end, whose
+    # refusal names the method and the rewrite (not "system task 'next'").
+    "enum_method_with_argument": "typedef enum logic [1:0] {S0, S1, S2} st_t; st_t s; always_ff @(posedge clk or negedge rst_n) if (!rst_n) s <= S0; else s <= s.next(2); assign y = {6'd0, s};",
+    "enum_method_anonymous_type": "enum logic [1:0] {S0, S1, S2} s; always_ff @(posedge clk or negedge rst_n) if (!rst_n) s <= S0; else s <= s.next(); assign y = {6'd0, s};",
+})
 REFUSED = {
     # construct: (rule, words the finding must contain)
-    "enum_first_next": ("GATE-SYNTH", ("enum method .next()", "write the next state explicitly")),
-    "enum_prev_num": ("GATE-SYNTH", ("enum method .prev()",)),
+    "enum_method_with_argument": ("GATE-SYNTH", ("enum method .next()", "write the next state explicitly")),
+    "enum_method_anonymous_type": ("GATE-SYNTH", ("enum method .next()",)),
     "forever_break": ("POL-CONSTRUCT", ("forever",)),
     "alias": ("POL-CONSTRUCT", ("alias",)),
 }
@@ -176,3 +183,18 @@ def test_an_initializer_on_a_flop_without_a_reset_is_refused():
     res = run_gate(T, {T.editable: text})
     initial = [f for f in res.findings if f["rule"] == "POL-INITIAL"]
     assert initial and all("seen_a_q" in f["message"] for f in initial), res.findings  # not req_q
+
+
+def test_enum_methods_are_written_only_where_the_text_says_what_they_return():
+    from cdc_env.gate import synth
+
+    text = ("module m (output logic [1:0] y);\n  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"
+            "  e_t s;\n  always_comb y = s.next();\n  always_comb y = s.first;\nendmodule\n")
+    out = synth.enum_methods(text)
+    assert "((s) == A ? B : (s) == B ? C : (s) == C ? A : e_t'('x))" in out and "(A);" in out
+    assert out.count("\n") == text.count("\n")
+    # A member name declared again elsewhere (it might not resolve to the member), the variable
+    # declared twice, or the typedef declared twice: left as written.
+    for extra in ("  logic A;\n", "  e_t s;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
+        changed = text.replace("endmodule", extra + "endmodule")
+        assert synth.enum_methods(changed) == changed, extra

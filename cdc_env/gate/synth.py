@@ -453,11 +453,102 @@ def _all_tokens(node) -> list:  # noqa: ANN001 -- a pyslang syntax node
     return out
 
 
+_ENUM_METHODS = ("first", "last", "num", "next", "prev")
+_FOUR_STATE = {"logic", "reg", "integer"}
+
+
+def enum_methods(text: str) -> str:
+    """``text`` with the enum methods ``.first() .last() .num() .next() .prev()`` (no argument)
+    written as what they return, which yosys-slang 0.70 refuses ("unsupported system task").
+
+    Written only where the text alone says exactly what the method returns: the variable is a
+    plain identifier declared once in the text, of a type named by a ``typedef enum`` that the
+    text declares once, whose members are plain names (no ``A[3]`` ranges), and no member name is
+    declared anywhere else in the text (so the name written resolves to the member). Then
+    ``v.first()`` is the first member, ``v.last()`` the last, ``v.num()`` their count, and
+    ``v.next()`` / ``v.prev()`` a chain of comparisons in declaration order with the wrap
+    (IEEE 1800-2017 6.19.5), the default initial value of the base type for a value that is no
+    member (``'x`` for a four-state base, ``'0`` for a two-state one). Everything else is left to
+    the front end, whose refusal names the method and its rewrite (``_unsupported``). On one line,
+    so no line moves; a text without such a call is returned unchanged."""
+    from pyslang import parsing, syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    if not any(f".{m}" in text for m in _ENUM_METHODS):
+        return text
+    try:
+        root = _tree(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    raw = text.encode("utf-8")
+    enums: dict[str, list] = {}  # typedef name -> (members, default) or None when unusable
+    declared: dict[str, int] = {}
+    of_type: dict[str, str] = {}  # variable -> its named type
+    calls: list = []
+
+    def visit(n) -> bool:  # noqa: ANN001
+        if isinstance(n, parsing.Token):
+            return True
+        if n.kind == K.TypedefDeclaration and n.type.kind == K.EnumType:
+            name = n.name.valueText
+            members = [m for m in n.type.members if not isinstance(m, parsing.Token)]
+            base = n.type.baseType
+            word = base.keyword.valueText if base is not None and hasattr(base, "keyword") else "int"
+            ok = all(m.kind == K.Declarator and len(m.dimensions) == 0 for m in members) and members
+            enums[name] = None if name in enums or not ok else [
+                [m.name.valueText for m in members], "'x" if word in _FOUR_STATE else "'0"]
+        elif n.kind == K.Declarator:
+            declared[n.name.valueText] = declared.get(n.name.valueText, 0) + 1
+        elif (n.kind == K.DataDeclaration and n.type.kind == K.NamedType
+              and n.type.name.kind == K.IdentifierName):
+            for d in n.declarators:
+                if not isinstance(d, parsing.Token) and len(d.dimensions) == 0:
+                    of_type[d.name.valueText] = n.type.name.identifier.valueText
+        elif (n.kind == K.ScopedName and n.separator.kind == parsing.TokenKind.Dot
+              and n.left.kind == K.IdentifierName and n.right.kind == K.IdentifierName
+              and n.right.identifier.valueText in _ENUM_METHODS):
+            calls.append(n)
+        return True
+
+    root.visit(visit)
+    edits: list[tuple[int, int, str]] = []
+    for n in calls:
+        var, method = n.left.identifier.valueText, n.right.identifier.valueText
+        enum = enums.get(of_type.get(var, ""))
+        if enum is None or declared.get(var) != 1 or any(declared.get(m) != 1 for m in enum[0]):
+            continue
+        span = n
+        p = n.parent
+        if p is not None and p.kind == K.InvocationExpression and p.left is n:
+            args = p.arguments
+            if args is not None and len([a for a in args.parameters if not isinstance(a, parsing.Token)]):
+                continue  # next(N): left to the front end
+            span = p
+        first, last = span.getFirstToken(), span.getLastToken()
+        start = first.location.offset if _token_end(first, raw) is not None else None
+        end = _token_end(last, raw)
+        if start is None or end is None or b"\n" in raw[start:end]:
+            continue
+        members, default = enum
+        if method in ("first", "last"):
+            out = members[0] if method == "first" else members[-1]
+        elif method == "num":
+            out = str(len(members))
+        else:
+            order = members if method == "next" else members[::-1]
+            chain = " : ".join(f"({var}) == {a} ? {b}"
+                               for a, b in zip(order, order[1:] + order[:1], strict=True))
+            out = f"{chain} : {of_type[var]}'({default})"
+        edits.append((start, end - start, f"({out})"))
+    return _splice(text, edits) if edits else text
+
+
 def prepared(text: str) -> str:
-    """The text read_slang reads for a design file: loops in the form the front end lowers
-    (loops_as_for), the ifs of asynchronously reset blocks in its one form (plain_async_ifs),
-    modules automatic (automatic_lifetime). No line moves."""
-    return automatic_lifetime(plain_async_ifs(loops_as_for(text)))
+    """The text read_slang reads for a design file: enum methods written as what they return
+    (enum_methods), loops in the form the front end lowers (loops_as_for), the ifs of
+    asynchronously reset blocks in its one form (plain_async_ifs), modules automatic
+    (automatic_lifetime). No line moves."""
+    return automatic_lifetime(plain_async_ifs(loops_as_for(enum_methods(text))))
 
 
 def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
