@@ -3,7 +3,9 @@
 ``synthesize(workdir, top, files)`` runs Yosys (pyosys, with the slang front end ``read_slang``)
 on the design files plus the provided primitives as black-box stubs:
 
-    read_slang --allow-use-before-declare --top <top> -> proc -> flatten -> opt
+    (prepared: enum methods, repeat/do-while, async-reset ifs, module lifetime rewritten)
+    read_slang -D SYNTHESIS --allow-use-before-declare --top <top> -> proc -> flatten
+    -> delete $check (reporting assertions) -> check (two drivers: GATE-SYNTH) -> opt
     -> write_json netlist.json (the rules' input)
     -> techmap $adff/$adffe to cdc_arst_ff (the late-release model, trusted/hdl/cdc_reset.v)
     -> write_verilog -noattr netlist.v (what runs)
