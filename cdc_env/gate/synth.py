@@ -390,6 +390,9 @@ def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
     return data.decode("utf-8")
 
 
+_LOOP_WORDS = re.compile(r"\b(?:repeat|do)\b")
+
+
 def loops_as_for(text: str) -> str:
     """``text`` with every ``repeat (N) S`` and ``do S while (C);`` written as the ``for`` loop
     it is, which yosys-slang lowers (Yosys 0.70 refuses both: "unsupported language feature").
@@ -406,6 +409,8 @@ def loops_as_for(text: str) -> str:
     from pyslang import parsing, syntax  # noqa: PLC0415 -- loaded only in the gate's child
 
     K = syntax.SyntaxKind
+    if not _LOOP_WORDS.search(text):  # no parse for a text without either keyword (most)
+        return text
     try:
         root = _tree(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
