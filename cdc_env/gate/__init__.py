@@ -206,12 +206,15 @@ def _run(task: Task, files: dict[str, str], skip_rules: frozenset[str], isolate:
         return GateResult("tool_error", cpu_s=cpu, detail=payload["error"])
     fs = [f for f in payload["findings"] if f["rule"] not in skip_rules]
     if not rules:
-        fs = [f for f in fs if f["rule"] in ("GATE-PARSE", "GATE-SYNTH", "GATE-INPUT")]
+        fs = [f for f in fs if f["rule"] in ("GATE-PARSE", "GATE-SYNTH", "GATE-INPUT", "GATE-INTERNAL")]
     errors = [f for f in fs if f["severity"] == "error"]
     netlist, summary = payload.get("netlist"), payload.get("summary")
     if errors or netlist is None:
         rules_hit = sorted({f["rule"] for f in errors}) or ["GATE-SYNTH"]
         detail = f"{len(errors)} finding(s): {', '.join(rules_hit)}"
+        bug = next((f["internal"] for f in errors if f["rule"] == "GATE-INTERNAL"), None)
+        if bug:  # a gate bug this input triggers: refused, and the cause stays in the report
+            detail += f"; internal error: {bug}"
         return GateResult("refused", fs, cpu, detail, netlist, summary)
     return GateResult("pass", fs, cpu, "no findings" if not fs else f"{len(fs)} warning(s)", netlist, summary)
 

@@ -12,6 +12,7 @@ does not bound time or memory or catch crashes (__init__.py does).
 from __future__ import annotations
 
 import json
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,31 +38,69 @@ POLICY_FILE = "policy.json"
 
 
 def analyse(job: Job) -> dict:
-    """Policy findings, the netlist and the rule findings for one design (plain data)."""
+    """Policy findings, the netlist and the rule findings for one design (plain data).
+
+    Never raises for a design: an exception of the gate's own code (a bug that this input
+    triggers) is a GATE-INTERNAL finding after the policy's findings so far -- a refusal, never a
+    pass, deterministic for the input -- that names the line being analysed and carries the
+    exception and the last frames (``internal``) for the maintainers. What the bounded child
+    turns into GATE-LIMIT (MemoryError, RecursionError) is left to it."""
     out: list[dict] = []
+    where: dict = {}
+    try:
+        return _analyse(job, out, where)
+    except (MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a gate bug: refused with the cause, never a pass
+        return {"findings": out + [internal_finding(exc, job.editable, **where)]}
+
+
+def internal_finding(exc: BaseException, editable: str, stage: str = "analysis", file: str | None = None,
+                     line: int | None = None) -> dict:
+    """GATE-INTERNAL: the gate's code raised ``exc`` while analysing the design (at ``stage``,
+    on ``file``:``line`` when known). The message says what to do; ``internal`` keeps the
+    exception and its last frames, which the agent is not meant to act on."""
+    at = f"line {line}" if line else "the construct you changed last"
+    f = finding("GATE-INTERNAL", f"the gate could not analyse the design ({stage} failed: an internal "
+                "error of the grader, recorded for its maintainers); the design is refused, never passed "
+                f"-- writing {at} in plainer RTL avoids it", file=file or editable, line=line)
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+    f["internal"] = f"{type(exc).__name__}: {exc}"[:300] + " | " + " ".join(
+        ln.strip() for ln in frames[1:-1])[-600:]
+    return f
+
+
+def _analyse(job: Job, out: list[dict], where: dict) -> dict:
     if job.rules:
+        where["stage"] = "parsing"
         try:
             fe = frontend.parse_all(job.files)
         except frontend.InputRejected as exc:
             return {"findings": [finding("GATE-INPUT", str(exc), file=job.editable)]}
         for name in job.files:
-            out.extend(policy.check_file(fe, name))
+            where.update(stage="the source policy", file=name, line=None)
+            out.extend(policy.check_file(fe, name, where))
+        where.update(stage="the source policy", file=None, line=None)
         out.extend(policy.check_names(fe, job.editable, job.reserved))
+    where.update(stage="synthesis", file=None, line=None)
     Path(job.workdir, POLICY_FILE).write_text(json.dumps(out), encoding="utf-8")
     result = synth.synthesize(Path(job.workdir), job.top, job.files)
     if job.top not in result["json"].get("modules", {}):
         return {"findings": out + [finding("GATE-PARSE", f"the design does not define module '{job.top}', "
                                            "the task's top", file=job.editable)]}
+    out.extend(result.get("drivers", []))
     verilog = result["verilog"]
     counts = work.measure(result["json"], job.top, verilog)
     if job.rules and (over := work.over(counts)):  # counted, not timed: the same at any load
         return {"findings": out + [finding("GATE-LIMIT", over, file=job.editable)]}
     summary: dict = {}
+    where["stage"] = "the clock-domain rules"
     if job.rules:
         fs, summary = cdc.check(result["json"], job.top, job.clocks, job.resets, job.ports, job.storage)
         out.extend(fs)
     else:
         summary = cdc.summary_of(result["json"], job.top, job.clocks, job.resets)
+    where["stage"] = "the X check"
     x_safe, x_why = xsafe.check(result["json"], job.top, job.clocks, job.resets)
     return {"findings": cdc.dedupe(out),
             "netlist": {"verilog": verilog, "sha256": synth.netlist_hash(verilog),

@@ -416,11 +416,35 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
                                "provide", file=file, line=line))
     for name, nn in net.module.get("netnames", {}).items():
         if "init" in nn.get("attributes", {}) and not nn.get("hide_name", 0):
+            if _init_is_reset_value(net, nn):
+                continue
             file, line = _src(nn["attributes"].get("src", ""))
             out.append(finding("POL-INITIAL", f"'{name}' has an initial value: remove it (initial values "
                                "are not part of the design the grader accepts; a register that needs "
                                "a known value gets it from its reset)", file=file, line=line))
     return out
+
+
+def _init_is_reset_value(net: Netlist, nn: dict) -> bool:
+    """Every bit of a net with an initial value is the Q of an asynchronously reset flop whose
+    reset value is that initial value (``reg busy_q = 1'b0;`` reset to 0). The testbench asserts
+    every reset before either clock runs, so such a flop holds that value from time 0 through the
+    reset, with or without the initializer: it cannot change the netlist's behaviour (issue 36,
+    class 4). Any other initial value (a flop without an asynchronous reset, a value other than
+    the reset value, a net) is still POL-INITIAL."""
+    init = str(nn["attributes"]["init"])
+    bits = nn.get("bits", [])
+    if len(init) != len(bits) or not bits:
+        return False
+    for i, b in enumerate(bits):
+        d = net.driver.get(b) if isinstance(b, int) else None
+        if d is None or d[0] == "<port>" or d[1] != "Q" or net.type(d[0]) not in ("$adff", "$adffe"):
+            return False
+        value = str(net.cells[d[0]].get("parameters", {}).get("ARST_VALUE", ""))
+        k = d[2]
+        if len(value) <= k or value[len(value) - 1 - k] != init[len(init) - 1 - i]:
+            return False
+    return True
 
 
 def _cone_violation(a: Analysis, sink_bits: list, dom: str | None, what: str, cell: str | None,
@@ -1100,14 +1124,19 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             dom = a.clock_of.get(cb[0]) if len(cb) == 1 else None
             doms.append(dom)
             if dom is None:
-                out.append(finding("CDC-REWIRE", f"{REWIRED}: {t} '{cell}' has {clk_port} on "
-                                   f"'{net.name(cb[0]) if cb else '?'}', which is not a task clock; connect "
+                src = _through_inverters(net, cb[0]) if len(cb) == 1 else None
+                what = (f"'{net.name(src)}' inverted (a primitive runs on its clock's rising edge)"
+                        if src is not None and src != cb[0] and src in a.clock_of
+                        else f"'{net.name(cb[0]) if cb else '?'}', which is not a task clock")
+                out.append(finding("CDC-REWIRE", f"{REWIRED}: {t} '{cell}' has {clk_port} on {what}; connect "
                                    "the clock port of the domain it serves", file=file, line=line))
                 continue
             if rst_port:
                 rb = net.conn(cell, rst_port)
                 want = next((p for p, d in resets.items() if d == dom), None) or "its cdc_sync_reset's rst_no"
-                if len(rb) != 1 or (a.reset_of.get(rb[0]) != dom and _sync_reset_dom(a, rb[0]) != dom):
+                if len(rb) == 1 and _sync_reset_out(a, rb[0]) and _sync_reset_dom(a, rb[0]) is None:
+                    pass  # a cdc_sync_reset on a clock that is not a task clock: its own finding is the cause
+                elif len(rb) != 1 or (a.reset_of.get(rb[0]) != dom and _sync_reset_dom(a, rb[0]) != dom):
                     out.append(finding("CDC-REWIRE", f"{REWIRED}: {t} '{cell}' has {rst_port} on "
                                        f"'{net.name(rb[0]) if rb else '?'}', not the reset of its clock's "
                                        f"domain {dom} ({want}); connect {want} directly",
@@ -1249,9 +1278,16 @@ def _sync_reset_dom(a: Analysis, b) -> str | None:
     return a.prim_dest(drv[0])
 
 
+def _sync_reset_out(a: Analysis, b) -> bool:
+    """``b`` is the rst_no of a cdc_sync_reset, whatever its clock (a cdc_sync_reset on a clock
+    that is not a task clock is CDC-REWIRE's finding; its readers are not a second cause)."""
+    drv = a.net.driver.get(b) if isinstance(b, int) else None
+    return drv is not None and drv[0] != "<port>" and a.net.type(drv[0]) == "cdc_sync_reset"
+
+
 def _is_reset(a: Analysis, b) -> bool:
     """``b`` is a reset input of the top or a cdc_sync_reset's output."""
-    return b in a.reset_of or _sync_reset_dom(a, b) is not None
+    return b in a.reset_of or _sync_reset_out(a, b)
 
 
 def _model_reset(a: Analysis, b) -> bool:
@@ -1293,7 +1329,7 @@ def _reset_findings(a: Analysis, resets: dict[str, str]) -> list[dict]:
             rb = net.conn(cell, "rst_ni")
             src = _through_inverters(net, rb[0]) if len(rb) == 1 else None
             drv = net.driver.get(src) if isinstance(src, int) else None
-            if not (len(rb) == 1 and src == rb[0] and (src in a.reset_of or _sync_reset_dom(a, src))):
+            if not (len(rb) == 1 and src == rb[0] and _is_reset(a, src)):
                 what = f"'{net.name(rb[0])}'" if rb else "nothing"
                 kind = ("a reset input through logic" if src in a.reset_of else
                         "a constant" if drv is None else "not a reset input")

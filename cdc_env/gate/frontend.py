@@ -2,7 +2,8 @@
 
 The design is elaborated by synthesis (synth.py, the slang front end inside Yosys); pyslang here
 only parses each design file, with the same preprocessor setup (slang's own version macros
-undefined in both, no SYNTHESIS define), so that the policy rules see the tokens synthesis sees.
+undefined in both, SYNTHESIS defined in both, the same translate_off pragmas dropped), so that
+the policy rules see exactly the tokens synthesis sees.
 Input bounds (size, nesting) are checked before any parser sees a byte, because parsers recurse
 on nesting. Not covered here: the rules (policy.py, cdc.py) and process isolation (__init__.py).
 """
@@ -21,6 +22,21 @@ MAX_LINES = 20000
 # slang's own macros, undefined for pyslang and for read_slang alike (a design cannot tell the
 # grader's front end from another tool, nor two slang versions apart).
 SLANG_MACROS = ["__slang__", "__slang_major__", "__slang_minor__", "__slang_patch__"]
+# Defined for pyslang and for read_slang alike, as every synthesis tool defines it: the netlist is
+# a synthesis result, so `ifndef SYNTHESIS code (a simulation-only checker) is out of it, and out
+# of the policy's view with it. Both simulators build the netlist, so what a branch hides is absent
+# for every tool alike.
+SYNTH_DEFINES = ["SYNTHESIS"]
+# The comment pragmas whose regions read_slang (yosys-slang 0.70) drops, prefix -> {opening word:
+# closing word}; measured one form at a time, and pinned by tests/test_gate_policy.py against
+# read_slang itself: pyslang must drop exactly these regions, so the policy judges exactly the
+# text that is synthesized (a simulation-only checker inside one is never simulated).
+TRANSLATE_OFF = {
+    "synopsys": {"translate_off": "translate_on", "synthesis_off": "synthesis_on"},
+    "synthesis": {"translate_off": "translate_on"},
+    "pragma": {"translate_off": "translate_on", "synthesis_off": "synthesis_on"},
+    "xilinx": {"translate_off": "translate_on"},
+}
 
 _OPEN = {ord("("), ord("["), ord("{")}
 _CLOSE = {ord(")"), ord("]"), ord("}")}
@@ -89,14 +105,19 @@ class FrontEnd:
         return name, (line or None)
 
 
-def _bag() -> pyslang.Bag:
+def options() -> pyslang.Bag:
+    """The preprocessor, parser and lexer options of every parse of design text in the gate."""
     pp = parsing.PreprocessorOptions()
     pp.undefines = list(SLANG_MACROS)
+    pp.predefines = list(SYNTH_DEFINES)
     pp.maxIncludeDepth = 1
     po = parsing.ParserOptions()
     po.maxRecursionDepth = 256
     lo = parsing.LexerOptions()
     lo.maxErrors = 64
+    handler = syntax.CommentHandler
+    lo.commentHandlers = {prefix: {off: handler(handler.Kind.TranslateOff, on) for off, on in words.items()}
+                          for prefix, words in TRANSLATE_OFF.items()}
     return pyslang.Bag([pp, po, lo])
 
 
@@ -107,7 +128,7 @@ def parse_all(files: dict[str, str]) -> FrontEnd:
         try:
             # fromFileInMemory parses a whole compilation unit (fromText may return a lone module
             # and drop what follows it, such as directives after endmodule).
-            tree = syntax.SyntaxTree.fromFileInMemory(text, fe.sm, name, "", _bag())
+            tree = syntax.SyntaxTree.fromFileInMemory(text, fe.sm, name, "", options())
         except RuntimeError as exc:  # the parser's own guards (recursion depth) end in RuntimeError
             raise InputRejected(f"{name}: the parser gave up on this file ({exc or 'nested too deeply'}); "
                                 "simplify its nesting") from None

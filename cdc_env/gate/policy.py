@@ -28,6 +28,10 @@ PURE_SYSCALLS = frozenset({
     "$countones", "$onehot", "$onehot0",
 })
 
+# Severity tasks an accepted immediate assertion may call in its action blocks: they report, they
+# do not stop the run or change a value (synthesis drops the assertion: synth.synthesize).
+SEVERITY_TASKS = frozenset({"$error", "$warning", "$info"})
+
 SK = syntax.SyntaxKind
 TK = parsing.TokenKind
 TR = parsing.TriviaKind
@@ -53,7 +57,7 @@ _KIND_RULES: dict[object, tuple[str, str]] = {
 }
 _CONSTRUCTS = {
     SK.ClassDeclaration: "class", SK.ProgramDeclaration: "program",
-    SK.InterfaceDeclaration: "interface", SK.CheckerDeclaration: "checker",
+    SK.CheckerDeclaration: "checker",
     SK.ConfigDeclaration: "config", SK.CovergroupDeclaration: "covergroup",
     SK.ParallelBlockStatement: "fork/join", SK.WaitStatement: "wait", SK.WaitForkStatement: "wait fork",
     SK.WaitOrderStatement: "wait_order", SK.BlockingEventTriggerStatement: "event trigger ->",
@@ -64,7 +68,7 @@ _CONSTRUCTS = {
     SK.CoverPropertyStatement: "cover", SK.CoverSequenceStatement: "cover",
     SK.ImmediateCoverStatement: "cover", SK.ExpectPropertyStatement: "expect",
     SK.PropertyDeclaration: "property", SK.SequenceDeclaration: "sequence",
-    SK.LetDeclaration: "let", SK.ClockingDeclaration: "clocking block",
+    SK.ClockingDeclaration: "clocking block",
     SK.NetAlias: "alias",
     SK.RandCaseStatement: "randcase", SK.RandSequenceStatement: "randsequence",
     SK.NetTypeDeclaration: "nettype", SK.UserDefinedNetDeclaration: "user-defined net",
@@ -83,10 +87,10 @@ _TOOL_DIRECTIVES = ("`verilator", "`systemc", "`__FILE__", "`__LINE__")
 # Scopes whose variables live for the whole simulation (module items, generate blocks) and the
 # procedural scopes where a declaration's initializer runs on every entry (modules are read as
 # `module automatic`, synth.automatic_lifetime).
-_STATIC_SCOPES = {SK.ModuleDeclaration}
+_STATIC_SCOPES = {SK.ModuleDeclaration, SK.InterfaceDeclaration}
 _PROCEDURAL_SCOPES = {SK.FunctionDeclaration, SK.TaskDeclaration, SK.SequentialBlockStatement,
                       SK.ParallelBlockStatement, SK.ClassDeclaration, SK.PackageDeclaration,
-                      SK.InterfaceDeclaration, SK.ProgramDeclaration}
+                      SK.ProgramDeclaration}
 
 
 def _static_scope(n) -> bool:
@@ -108,9 +112,59 @@ def _dir_name(node) -> str:
         return str(node).strip().split()[0] if str(node).strip() else "?"
 
 
+_IMMEDIATE = {SK.ImmediateAssertStatement, SK.ImmediateAssumeStatement}
+_SIDE_EFFECTS = {TK.DoublePlus, TK.DoubleMinus, TK.Equals, TK.PlusEqual, TK.MinusEqual, TK.StarEqual,
+                 TK.SlashEqual, TK.PercentEqual, TK.AndEqual, TK.OrEqual, TK.XorEqual,
+                 TK.LeftShiftEqual, TK.RightShiftEqual, TK.TripleLeftShiftEqual, TK.TripleRightShiftEqual}
+
+
+def _pure(node) -> bool:
+    """An expression with no effect but its value: no assignment or increment, no call of a
+    user function or task (which could write a variable); system functions are the policy's."""
+    bad = [False]
+
+    def visit(x) -> bool:
+        if isinstance(x, parsing.Token):
+            if x.kind in _SIDE_EFFECTS:
+                bad[0] = True
+        elif x.kind == SK.InvocationExpression and x.left.kind != SK.SystemName:
+            bad[0] = True
+        return True
+
+    node.visit(visit)
+    return not bad[0]
+
+
+def _report_only(stmt) -> list | None:
+    """The severity-task token of an action block that only reports (nothing, ``;``, or one
+    ``$error/$warning/$info(...)`` call with pure arguments), as a list; None otherwise."""
+    if stmt is None or stmt.kind == SK.EmptyStatement:
+        return []
+    expr = getattr(stmt, "expr", None) if stmt.kind == SK.ExpressionStatement else None
+    if expr is None or expr.kind != SK.InvocationExpression or expr.left.kind != SK.SystemName:
+        return None
+    name = expr.left.systemIdentifier
+    if name.valueText not in SEVERITY_TASKS or (expr.arguments is not None and not _pure(expr.arguments)):
+        return None
+    return [name]
+
+
+def _reporting_assertion(n) -> list | None:
+    """For an immediate assert or assume (not deferred) whose condition is pure and whose action
+    blocks only report: the severity-task tokens it calls. None for any other assertion."""
+    if n.kind not in _IMMEDIATE or n.delay is not None or not _pure(n.expr):
+        return None
+    first = _report_only(n.action.statement)
+    other = _report_only(n.action.elseClause.clause) if n.action.elseClause is not None else []
+    return None if first is None or other is None else first + other
+
+
 class _Checker:
-    def __init__(self, fe: FrontEnd, p: Parsed):
+    def __init__(self, fe: FrontEnd, p: Parsed, where: dict | None = None):
         self.fe, self.p = fe, p
+        self.where = where if where is not None else {}  # the line being checked, for GATE-INTERNAL
+        self.last = None  # the node being checked
+        self.reports: set[tuple[int, int]] = set()  # severity tasks of accepted assertions
         self.out: list[dict] = []
         self.signals: dict[int, set[str]] = {}  # module node -> its port, net and variable names
 
@@ -137,7 +191,8 @@ class _Checker:
         k = tok.kind
         if k == TK.SystemIdentifier:
             name = tok.valueText
-            if name not in PURE_SYSCALLS:
+            reported = (tok.location.buffer.id, tok.location.offset) in self.reports
+            if name not in PURE_SYSCALLS and not reported:
                 self.add("POL-SYSCALL", f"{name} is not allowed: a design may only call pure system "
                          f"functions ({', '.join(sorted(PURE_SYSCALLS))}); remove the call", tok.location)
         elif k in (TK.RootSystemName, TK.UnitSystemName):
@@ -147,9 +202,18 @@ class _Checker:
     def node(self, n) -> None:
         k = n.kind
         loc = n.sourceRange.start
-        if k in _KIND_RULES:
+        if k in _IMMEDIATE and (calls := _reporting_assertion(n)) is not None:
+            # An immediate assertion that only reports: synthesis drops it (the netlist that runs
+            # has none), and nothing in it writes a value. Its $error/$warning/$info are accepted.
+            self.reports.update((t.location.buffer.id, t.location.offset) for t in calls)
+        elif k in _KIND_RULES:
             rule, fix = _KIND_RULES[k]
             self.add(rule, f"'{_snippet(n)}' is not allowed: {fix}", loc)
+        elif k in _IMMEDIATE:
+            self.add("POL-CONSTRUCT", f"assertion ('{_snippet(n)}'): an immediate assert or assume is "
+                     "accepted only with a pure condition and action blocks that only report ($error, "
+                     "$warning or $info with pure arguments, no #0/final); remove the rest or write it as "
+                     "logic", loc)
         elif k in _CONSTRUCTS:
             self.add("POL-CONSTRUCT", f"{_CONSTRUCTS[k]} ('{_snippet(n)}') is outside the design "
                      "subset the grader accepts; write plain RTL", loc)
@@ -175,11 +239,11 @@ class _Checker:
     def reads_signal(self, n) -> bool:
         """A declarator of ``n`` has an initializer that names a port, net or variable of the
         module ``n`` is in (names of parameters, enum values and functions are constants)."""
-        inits = [d.initializer for d in n.declarators if getattr(d, "initializer", None) is not None]
+        inits = [d.initializer for d in _declarators(n) if d.initializer is not None]
         if not inits:
             return False
         mod = n.parent
-        while mod is not None and mod.kind != SK.ModuleDeclaration:
+        while mod is not None and mod.kind not in _STATIC_SCOPES:
             mod = mod.parent
         if mod is None:
             return False
@@ -193,7 +257,7 @@ class _Checker:
                 if x.kind == SK.ImplicitAnsiPort:
                     names.add(x.declarator.name.valueText)
                 elif x.kind in (SK.PortDeclaration, SK.NetDeclaration, SK.DataDeclaration):
-                    names.update(d.name.valueText for d in x.declarators)
+                    names.update(d.name.valueText for d in _declarators(x))
                 return True
 
             mod.visit(collect)
@@ -206,16 +270,28 @@ class _Checker:
             if isinstance(x, parsing.Token):
                 self.token(x)
             else:
+                self.last = x
                 self.node(x)
             return True
 
-        self.p.tree.root.visit(visit)
+        try:
+            self.p.tree.root.visit(visit)
+        except Exception:
+            if self.last is not None:
+                self.where["line"] = self.fe.line_of(self.last.sourceRange.start)[1]
+            raise
         for d in self.p.tree.diagnostics:
             code = str(d.code).removeprefix("DiagCode(").rstrip(")")
             if code in ("UnknownDirective", "UndefinedMacro"):
                 self.add("POL-DIRECTIVE", "an unknown directive or undefined macro (tool directives "
                          "such as `verilator_config or `systemc_* are not allowed); remove it", d.location)
         return self.out
+
+
+def _declarators(n) -> list:
+    """The declarators of a declaration node. Its ``declarators`` is a separated list, and
+    iterating it yields the separating commas too (``wire a, b;``): those are tokens."""
+    return [d for d in n.declarators if not isinstance(d, parsing.Token) and d.kind == SK.Declarator]
 
 
 def _unit_name(n) -> str:
@@ -265,11 +341,12 @@ def _members(root) -> Iterable:
         return []
 
 
-def check_file(fe: FrontEnd, name: str) -> list[dict]:
-    """Policy findings for one parsed design file (de-duplicated)."""
+def check_file(fe: FrontEnd, name: str, where: dict | None = None) -> list[dict]:
+    """Policy findings for one parsed design file (de-duplicated). ``where`` gets the line of
+    the node being checked (for a GATE-INTERNAL finding, should the check raise)."""
     seen: set[tuple] = set()
     out: list[dict] = []
-    for f in _Checker(fe, fe.parses[name]).run():
+    for f in _Checker(fe, fe.parses[name], where).run():
         key = (f["rule"], f["file"], f["line"], f["message"])
         if key not in seen:
             seen.add(key)

@@ -14,6 +14,8 @@ RULES: dict[str, str] = {
     "GATE-PARSE": "the design does not parse or elaborate (slang's diagnostics; a compile error)",
     "GATE-SYNTH": "synthesis (Yosys) refused the design or crashed on it",
     "GATE-LIMIT": "the design exceeds the gate's work bounds or memory budget",
+    "GATE-INTERNAL": "the gate's own code failed on the design (a bug of the grader, recorded for its "
+                     "maintainers; never a pass)",
     # Policy, on the preprocessed text (what synthesis would drop silently)
     "POL-SYSCALL": "a system task or function that is not on the allowlist of pure ones",
     "POL-INCLUDE": "an `include directive",

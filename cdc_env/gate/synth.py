@@ -3,7 +3,9 @@
 ``synthesize(workdir, top, files)`` runs Yosys (pyosys, with the slang front end ``read_slang``)
 on the design files plus the provided primitives as black-box stubs:
 
-    read_slang --allow-use-before-declare --top <top> -> proc -> flatten -> opt
+    (prepared: enum methods, repeat/do-while, async-reset ifs, module lifetime rewritten)
+    read_slang -D SYNTHESIS --allow-use-before-declare --top <top> -> proc -> flatten
+    -> delete $check (reporting assertions) -> check (two drivers: GATE-SYNTH) -> opt
     -> write_json netlist.json (the rules' input)
     -> techmap $adff/$adffe to cdc_arst_ff (the late-release model, trusted/hdl/cdc_reset.v)
     -> write_verilog -noattr netlist.v (what runs)
@@ -29,7 +31,7 @@ import os
 import re
 from pathlib import Path
 
-from .frontend import SLANG_MACROS
+from .frontend import SLANG_MACROS, SYNTH_DEFINES
 from .rules import finding
 
 # The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
@@ -253,7 +255,7 @@ def automatic_lifetime(text: str) -> str:
                 at.append(off + 6)
 
     try:
-        syntax.SyntaxTree.fromText(text).root.visit(visit)
+        _tree(text).root.visit(visit)
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
     for off in sorted(at, reverse=True):
@@ -302,6 +304,31 @@ def _async_blocks(root) -> list:  # noqa: ANN001 -- a pyslang syntax node
     return found
 
 
+def _token_end(tok, data: bytes) -> int | None:  # noqa: ANN001 -- a pyslang token
+    """The byte offset just after ``tok`` in ``data`` (the UTF-8 text parsed), or None when the
+    token is not there as written: one the parser supplied (``isMissing``: the ``;`` of ``if (``
+    followed by garbage), or one that comes from a macro body (its offset is in another buffer).
+    Offsets are bytes, so the length is the token's bytes: ``len(rawText)`` counted characters,
+    and after a non-ASCII character the sum fell inside a multi-byte character (the rewritten text
+    was not UTF-8: a crash)."""
+    raw = tok.rawText.encode("utf-8")
+    off = tok.location.offset
+    if tok.isMissing or not raw or data[off:off + len(raw)] != raw:
+        return None
+    return off + len(raw)
+
+
+def _tree(text: str):  # noqa: ANN202 -- a pyslang syntax tree, loaded only in the gate's child
+    """The syntax tree of ``text`` with the gate's preprocessor setup (frontend: SYNTHESIS defined,
+    the same translate_off regions dropped), so that a rewrite sees the code synthesis reads."""
+    import pyslang  # noqa: PLC0415
+    from pyslang import syntax  # noqa: PLC0415
+
+    from .frontend import options  # noqa: PLC0415
+
+    return syntax.SyntaxTree.fromText(text, pyslang.SourceManager(), "source", "", options())
+
+
 def _insert(text: str, edits: list[tuple[int, str]]) -> str:
     """``text`` with each (byte offset, text) of ``edits`` inserted."""
     data = text.encode("utf-8")
@@ -326,28 +353,209 @@ def plain_async_ifs(text: str) -> str:
 
     K = syntax.SyntaxKind
     try:
-        root = syntax.SyntaxTree.fromText(text).root
+        root = _tree(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
     spans: list[tuple[int, int]] = []
     edits: list[tuple[int, str]] = []
 
+    raw = text.encode("utf-8")
+
     def visit(node) -> None:  # noqa: ANN001
         if node.kind == K.ConditionalStatement and node.uniqueOrPriority.rawText:
             tok = node.uniqueOrPriority
-            spans.append((tok.location.offset, len(tok.rawText)))
+            end = _token_end(tok, raw)
+            if end is not None:
+                spans.append((tok.location.offset, end - tok.location.offset))
 
     for statement in _async_blocks(root):
         statement.visit(visit)
         own = (list(statement.items) if statement.kind == K.SequentialBlockStatement else [statement])
         for item in own:
             if item.kind == K.ConditionalStatement and item.elseClause is None:
-                last = item.getLastToken()
-                edits.append((last.location.offset + len(last.rawText), " else ;"))
-    data = bytearray(text.encode("utf-8"))
+                end = _token_end(item.getLastToken(), raw)
+                if end is not None:
+                    edits.append((end, " else ;"))
+    data = bytearray(raw)
     for off, n in spans:
         data[off:off + n] = b" " * n
     return _insert(data.decode("utf-8"), edits)
+
+
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each (byte offset, bytes removed, text inserted) of ``edits`` applied."""
+    data = text.encode("utf-8")
+    for off, n, ins in sorted(edits, reverse=True):
+        data = data[:off] + ins.encode("utf-8") + data[off + n:]
+    return data.decode("utf-8")
+
+
+_LOOP_WORDS = re.compile(r"\b(?:repeat|do)\b")
+
+
+def loops_as_for(text: str) -> str:
+    """``text`` with every ``repeat (N) S`` and ``do S while (C);`` written as the ``for`` loop
+    it is, which yosys-slang lowers (Yosys 0.70 refuses both: "unsupported language feature").
+
+    ``repeat (N) S`` -> ``for (int n = (N), k = 0; k < n; k++) S``: the count is evaluated once,
+    as repeat does; a negative, X or Z count runs no iteration in both (int is two-state, X is 0).
+    ``do S while (C);`` -> ``for (bit first = 1'b1; first || (C); first = 1'b0) S``: the body runs
+    once before the first test, and ``continue`` reaches the test through the step, as in the
+    do loop; the ``while (C);`` after the body becomes spaces (its line breaks kept) and the
+    condition's tokens move to the ``do`` line, so no line number of a finding moves. The loop
+    variables are named after the loop's byte offset (``cdc_rep_n_812``). Whether the loop is
+    bounded is then the front end's decision, as for any ``for``. A text without either loop is
+    returned unchanged, so every other netlist is what it was."""
+    from pyslang import parsing, syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    if not _LOOP_WORDS.search(text):  # no parse for a text without either keyword (most)
+        return text
+    try:
+        root = _tree(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    raw = text.encode("utf-8")
+    edits: list[tuple[int, int, str]] = []
+
+    def here(tok) -> int | None:  # noqa: ANN001 -- the token's offset if it is in the text as written
+        return tok.location.offset if _token_end(tok, raw) is not None else None
+
+    def visit(node) -> None:  # noqa: ANN001
+        if node.kind == K.LoopStatement and node.repeatOrWhile.kind == parsing.TokenKind.RepeatKeyword:
+            kw, op, cp = node.repeatOrWhile, node.openParen, node.closeParen
+            at = [here(kw), here(op), here(cp)]
+            if None in at:
+                return
+            n, k = f"cdc_rep_n_{at[0]}", f"cdc_rep_k_{at[0]}"
+            edits.extend([(at[0], len(kw.rawText), "for"), (_token_end(op, raw), 0, f"int {n} = ("),
+                          (at[2], 0, f"), {k} = 0; {k} < {n}; {k}++")])
+        elif node.kind == K.DoWhileStatement:
+            do, wh, semi = node.doKeyword, node.whileKeyword, node.semi
+            at, end = [here(do), here(wh)], _token_end(semi, raw)
+            if None in at or end is None:
+                return
+            cond = " ".join(t.rawText for t in _all_tokens(node.expr) if not t.isMissing)
+            first = f"cdc_do_{at[0]}"
+            span = raw[at[1]:end].decode("utf-8")
+            edits.extend([(at[0], len(do.rawText), f"for (bit {first} = 1'b1; {first} || ({cond}); "
+                                                    f"{first} = 1'b0)"),
+                          (at[1], end - at[1], "".join(c if c == "\n" else " " for c in span))])
+
+    root.visit(visit)
+    return _splice(text, edits) if edits else text
+
+
+def _all_tokens(node) -> list:  # noqa: ANN001 -- a pyslang syntax node
+    from pyslang import parsing  # noqa: PLC0415
+
+    out: list = []
+
+    def visit(x) -> bool:  # noqa: ANN001
+        if isinstance(x, parsing.Token):
+            out.append(x)
+        return True
+
+    node.visit(visit)
+    return out
+
+
+_ENUM_METHODS = ("first", "last", "num", "next", "prev")
+_FOUR_STATE = {"logic", "reg", "integer"}
+
+
+def enum_methods(text: str) -> str:
+    """``text`` with the enum methods ``.first() .last() .num() .next() .prev()`` (no argument)
+    written as what they return, which yosys-slang 0.70 refuses ("unsupported system task").
+
+    Written only where the text alone says exactly what the method returns: the variable is a
+    plain identifier declared once in the text, of a type named by a ``typedef enum`` that the
+    text declares once, whose members are plain names (no ``A[3]`` ranges), and no member name is
+    declared anywhere else in the text (so the name written resolves to the member). Then
+    ``v.first()`` is the first member, ``v.last()`` the last, ``v.num()`` their count, and
+    ``v.next()`` / ``v.prev()`` a chain of comparisons in declaration order with the wrap
+    (IEEE 1800-2017 6.19.5), the default initial value of the base type for a value that is no
+    member (``'x`` for a four-state base, ``'0`` for a two-state one). Everything else is left to
+    the front end, whose refusal names the method and its rewrite (``_unsupported``). On one line,
+    so no line moves; a text without such a call is returned unchanged."""
+    from pyslang import parsing, syntax  # noqa: PLC0415 -- loaded only in the gate's child
+
+    K = syntax.SyntaxKind
+    if not any(f".{m}" in text for m in _ENUM_METHODS):
+        return text
+    try:
+        root = _tree(text).root
+    except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
+        return text
+    raw = text.encode("utf-8")
+    enums: dict[str, list] = {}  # typedef name -> (members, default) or None when unusable
+    declared: dict[str, int] = {}
+    of_type: dict[str, str] = {}  # variable -> its named type
+    calls: list = []
+
+    def visit(n) -> bool:  # noqa: ANN001
+        if isinstance(n, parsing.Token):
+            return True
+        if n.kind == K.TypedefDeclaration and n.type.kind == K.EnumType:
+            name = n.name.valueText
+            members = [m for m in n.type.members if not isinstance(m, parsing.Token)]
+            base = n.type.baseType
+            word = base.keyword.valueText if base is not None and hasattr(base, "keyword") else "int"
+            ok = all(m.kind == K.Declarator and len(m.dimensions) == 0 for m in members) and members
+            enums[name] = None if name in enums or not ok else [
+                [m.name.valueText for m in members], "'x" if word in _FOUR_STATE else "'0"]
+        elif n.kind == K.Declarator:
+            declared[n.name.valueText] = declared.get(n.name.valueText, 0) + 1
+        elif (n.kind == K.DataDeclaration and n.type.kind == K.NamedType
+              and n.type.name.kind == K.IdentifierName):
+            for d in n.declarators:
+                if not isinstance(d, parsing.Token) and len(d.dimensions) == 0:
+                    of_type[d.name.valueText] = n.type.name.identifier.valueText
+        elif (n.kind == K.ScopedName and n.separator.kind == parsing.TokenKind.Dot
+              and n.left.kind == K.IdentifierName and n.right.kind == K.IdentifierName
+              and n.right.identifier.valueText in _ENUM_METHODS):
+            calls.append(n)
+        return True
+
+    root.visit(visit)
+    edits: list[tuple[int, int, str]] = []
+    for n in calls:
+        var, method = n.left.identifier.valueText, n.right.identifier.valueText
+        enum = enums.get(of_type.get(var, ""))
+        if enum is None or declared.get(var) != 1 or any(declared.get(m) != 1 for m in enum[0]):
+            continue
+        span = n
+        p = n.parent
+        if p is not None and p.kind == K.InvocationExpression and p.left is n:
+            args = p.arguments
+            if args is not None and len([a for a in args.parameters if not isinstance(a, parsing.Token)]):
+                continue  # next(N): left to the front end
+            span = p
+        first, last = span.getFirstToken(), span.getLastToken()
+        start = first.location.offset if _token_end(first, raw) is not None else None
+        end = _token_end(last, raw)
+        if start is None or end is None or b"\n" in raw[start:end]:
+            continue
+        members, default = enum
+        if method in ("first", "last"):
+            out = members[0] if method == "first" else members[-1]
+        elif method == "num":
+            out = str(len(members))
+        else:
+            order = members if method == "next" else members[::-1]
+            chain = " : ".join(f"({var}) == {a} ? {b}"
+                               for a, b in zip(order, order[1:] + order[:1], strict=True))
+            out = f"{chain} : {of_type[var]}'({default})"
+        edits.append((start, end - start, f"({out})"))
+    return _splice(text, edits) if edits else text
+
+
+def prepared(text: str) -> str:
+    """The text read_slang reads for a design file: enum methods written as what they return
+    (enum_methods), loops in the form the front end lowers (loops_as_for), the ifs of
+    asynchronously reset blocks in its one form (plain_async_ifs), modules automatic
+    (automatic_lifetime). No line moves."""
+    return automatic_lifetime(plain_async_ifs(loops_as_for(enum_methods(text))))
 
 
 def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
@@ -379,9 +587,10 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
     bumps = {"PostdecrementExpression", "PostincrementExpression", "UnaryPredecrementExpression",
              "UnaryPreincrementExpression"}
     try:
-        root = syntax.SyntaxTree.fromText(text).root
+        root = _tree(text).root
     except Exception:  # noqa: BLE001 -- a text slang cannot parse is refused by read_slang itself
         return text
+    raw = text.encode("utf-8")
     # Every declarator of the text: a name declared with an unpacked dimension anywhere (a memory)
     # is never inserted, nor one the text does not declare.
     declared: dict[str, bool] = {}
@@ -428,11 +637,13 @@ def held_registers(text: str, names: set[str] | frozenset[str]) -> str:
         holds = " ".join(f"{v} <= {v};" for v in held)
         if inner.kind == K.SequentialBlockStatement:
             first = next((i for i in inner.items if i.kind.name.endswith("Statement")), None)
-            if first is not None:
+            if first is not None and _token_end(first.getFirstToken(), raw) is not None:
                 edits.append((first.getFirstToken().location.offset, holds + " "))
         else:
-            edits.append((inner.getFirstToken().location.offset, f"begin {holds} "))
-            edits.append((inner.getLastToken().location.offset + len(inner.getLastToken().rawText), " end"))
+            start, end = inner.getFirstToken(), _token_end(inner.getLastToken(), raw)
+            if _token_end(start, raw) is not None and end is not None:
+                edits.append((start.location.offset, f"begin {holds} "))
+                edits.append((end, " end"))
     return _insert(text, edits)
 
 
@@ -446,7 +657,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     workdir = Path(workdir)
     names = list(files)
     for name, text in files.items():
-        (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
+        (workdir / name).write_text(prepared(text), encoding="utf-8")
     (workdir / STUB_NAME).write_text(PRIMITIVE_STUBS, encoding="utf-8")
     log = workdir / "yosys.log"
     # Yosys logs to stdout (C++ streams): point file descriptor 1 at the log, so that a message
@@ -456,7 +667,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     os.dup2(fd, 2)
     os.close(fd)
     os.chdir(workdir)
-    undef = " ".join(f"-U {m}" for m in SLANG_MACROS)
+    undef = " ".join([f"-U {m}" for m in SLANG_MACROS] + [f"-D {m}" for m in SYNTH_DEFINES])
     read = (f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
             "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
             "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
@@ -467,7 +678,7 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     held = {name: held_registers(text, dropped) for name, text in files.items()} if dropped else files
     if held != files:  # registers the front end lost (held_registers): again, with their holds written
         for name, text in held.items():
-            (workdir / name).write_text(automatic_lifetime(plain_async_ifs(text)), encoding="utf-8")
+            (workdir / name).write_text(prepared(text), encoding="utf-8")
         design = ys.Design()
         ys.run_pass(read, design)
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
@@ -479,6 +690,14 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # Icarus and passed on Verilator). Both become 0, as a synthesis tool may make them. What stays
     # four-state is a flop that no reset reaches -- the testbench fails X on an output for that.
     ys.run_pass("proc; flatten", design)
+    # An immediate assertion is a $check cell: a run-time report, never part of the design. The
+    # policy accepts only those that report ($error/$warning/$info, pure conditions and
+    # arguments; policy._reporting_assertion) and refuses every other assertion, so the cells are
+    # dropped here: the netlist the rules read and the simulators build has none. A no-op for a
+    # netlist without one.
+    if any(c.type.str() == "$check" for c in design.top_module().cells_.values()):
+        ys.run_pass("delete t:$check", design)
+    drivers = conflicting_drivers(ys, design, log)
     # Yosys 0.70's opt_dff turns "else q <= c ? CONST : x" on an asynchronous-load flop ($aldff,
     # $aldffe; $dffsr the same way) into a synchronous reset that the cell cannot carry, and the
     # condition is dropped: the netlist rotated a ring that the source holds at its start value
@@ -541,7 +760,149 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     # The first line names the Yosys build; the netlist's identity is its content.
     verilog = "\n".join(_one_semantics(ln) for ln in verilog.splitlines()
                         if not ln.startswith("/* Generated by Yosys")) + "\n"
-    return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning")}
+    return {"json": netlist, "verilog": verilog, "warnings": _diagnostics(workdir, "warning"),
+            "drivers": drivers}
+
+
+_CONFLICT = re.compile(r"^Warning: multiple conflicting drivers for (?P<sig>.+?):\s*$")
+_CONFLICT_CELL = re.compile(r"^\s+port \S+ of cell (?P<cell>\S+) \((?P<type>[^)]*)\)")
+_SRC = re.compile(r"(?P<file>[^\s:|]+):(?P<line>\d+)")
+
+
+def _driver_graph(ys, module):  # noqa: ANN001, ANN202 -- pyosys objects
+    """(floating, read, find) of a module after ``proc; flatten``: the names of the ``$buf``
+    cells whose input nothing drives (no cell output, no input port of the top, no constant,
+    through the module's connections) -- the front end's copy of a helper's input port connected
+    to a net nothing drives (``tap u (.a(q), .b(w));`` with ``b`` assigned inside), which drives
+    z, resolved by every simulator to the other driver's value: not a second driver --; the
+    bits some cell input or output port of the top reads; and the function that names a bit's
+    net (``(wire, offset)`` through the connections)."""
+    parent: dict = {}
+
+    def key(b):  # noqa: ANN001, ANN202
+        return (b.wire.name.str(), b.offset) if b.is_wire() else None
+
+    def find(x):  # noqa: ANN001, ANN202
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for lhs, rhs in module.connections():
+        for a, b in zip(lhs.to_sigbit_vector(), rhs.to_sigbit_vector(), strict=False):
+            ka, kb = key(a), key(b)
+            if ka is None or kb is None:
+                if ka is not None or kb is not None:
+                    parent[find(ka or kb)] = ("const",)
+                continue
+            ra, rb = find(ka), find(kb)
+            if ra != rb:
+                parent[ra] = rb
+    driven = {("const",)}
+    for wire in module.wires_.values():
+        if wire.port_input:
+            driven.update(find((wire.name.str(), i)) for i in range(wire.width))
+    bufs = []
+    for name, cell in module.cells_.items():
+        for port, sig in cell.connections_.items():
+            if cell.output(port):
+                driven.update(find(k) for b in sig.to_sigbit_vector() if (k := key(b)) is not None)
+        if cell.type.str() == "$buf":
+            bufs.append((name.str(), cell))
+    floating = set()
+    for name, cell in bufs:
+        a = cell.getPort(ys.IdString("\\A")).to_sigbit_vector()
+        if a and all((k := key(b)) is not None and find(k) not in driven for b in a):
+            floating.add(name)
+    read = set()
+    for name, cell in module.cells_.items():
+        if name.str() in floating:
+            continue
+        for port, sig in cell.connections_.items():
+            if not cell.output(port):
+                read.update(find(k) for b in sig.to_sigbit_vector() if (k := key(b)) is not None)
+    for wire in module.wires_.values():
+        if wire.port_output:
+            read.update(find((wire.name.str(), i)) for i in range(wire.width))
+    return floating, read, lambda b: find(key(b)) if key(b) is not None else None
+
+
+def _constant_written(ys, cell):  # noqa: ANN001, ANN202 -- pyosys objects
+    """The constant a driver cell puts on its output (a ``$buf`` of a constant, or a flop whose D
+    is one), as text; None for anything else."""
+    if cell is None:
+        return None
+    port = "\\A" if cell.type.str() == "$buf" else "\\D" if cell.hasPort(ys.IdString("\\D")) else None
+    if port is None:
+        return None
+    sig = cell.getPort(ys.IdString(port))
+    return ys.log_signal(sig) if sig.is_fully_const() else None
+
+
+def conflicting_drivers(ys, design, log: Path) -> list[dict]:  # noqa: ANN001 -- pyosys objects
+    """GATE-SYNTH findings for every net that two places drive (``assign ready_o =
+    !busy_q;`` and ``assign ready_o = 1'b0;``, or a reg written by two always blocks), from
+    Yosys's ``check`` right after ``proc; flatten``. Later passes keep one driver without a word
+    (``opt_clean`` merges the two), so the netlist showed a design with one of the assignments
+    silently gone; the simulators of the RTL resolve the two drivers (to X, or by race).
+    Only a net something reads counts (a cell, or an output of the top): a module-level loop
+    index that loops in two always blocks both write is a temporary of each, read only inside
+    them (``ok-hs-shared-loop-index``); and a buffer of a net nothing drives is not a driver
+    (``_driver_graph``). One finding per signal, on the line of the last driver whose
+    cell says where it is (a process), else on the signal's declaration (a continuous
+    assignment's cell has no line)."""
+    ys.log_flush()
+    start = log.stat().st_size
+    ys.run_pass("check", design)
+    ys.log_flush()
+    with open(log, "rb") as fh:
+        fh.seek(start)
+        lines = fh.read().decode("utf-8", errors="replace").splitlines()
+    module = design.top_module()
+    if module is None or not any(_CONFLICT.match(ln) for ln in lines):
+        return []
+    cells = {name.str(): cell for name, cell in module.cells_.items()}
+    floating, read, net_of = _driver_graph(ys, module)
+    out: list[dict] = []
+    seen: set[str] = set()
+    k = 0
+    while k < len(lines):
+        m = _CONFLICT.match(lines[k])
+        k += 1
+        if not m:
+            continue
+        sig = m.group("sig").split(".", 1)[-1].lstrip("\\").strip()
+        name = re.sub(r"\s*\[\d+\]$", "", sig)
+        where: list[tuple[str, int]] = []
+        real = 0
+        values: set = set()  # the constant each driver writes (None: not a constant)
+        while k < len(lines) and lines[k].startswith("    "):
+            c = _CONFLICT_CELL.match(lines[k])
+            k += 1
+            if c and c.group("cell") in floating:
+                continue
+            real += 1
+            cell = cells.get(c.group("cell")) if c else None  # an assign's $buf has no src
+            values.add(_constant_written(ys, cell))
+            src = _SRC.search(cell.get_string_attribute(ys.IdString("\\src"))) if cell is not None else None
+            if src:
+                where.append((src.group("file"), int(src.group("line"))))
+        wire = module.wire(ys.IdString("\\" + name))
+        if len(values) == 1 and None not in values:
+            continue  # every driver writes the same constant (a loop index's final value): one value
+        if name in seen or real < 2 or wire is None or not any(
+                net_of(b) in read for b in ys.SigSpec(wire).to_sigbit_vector()):
+            continue  # a net nothing reads (a loop index both processes leave behind) changes nothing
+        seen.add(name)
+        decl = _SRC.search(wire.get_string_attribute(ys.IdString("\\src"))) if wire is not None else None
+        lines_ = sorted({ln for _f, ln in where})
+        file, line = (max(where, key=lambda w: w[1]) if where
+                      else (decl.group("file"), int(decl.group("line"))) if decl else (None, None))
+        at = (f" (driven at lines {', '.join(map(str, lines_))})" if len(lines_) > 1
+              else "" if where else " (declared here)")
+        out.append(finding("GATE-SYNTH", f"'{name}'{at} has more than one driver: each net or variable "
+                           "may be driven from one place only (one continuous assignment, or one always "
+                           "block); remove or merge the others", file=file, line=line))
+    return out
 
 
 def _dropped_by_front_end(ys, design) -> frozenset[str]:  # noqa: ANN001 -- pyosys objects
@@ -670,8 +1031,8 @@ def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
         return finding("GATE-LIMIT", f"{e['message']} -- the design exceeds the gate's elaboration limits; "
                        "simplify it", file=file, line=e["line"])
     if e["code"] == "<user-diag>":  # Yosys's slang frontend: valid code it cannot synthesize
-        return finding("GATE-SYNTH", f"synthesis refused the design: {e['message']}; the grader runs only "
-                       "what synthesizes -- rewrite it as plain RTL", file=file, line=e["line"])
+        return finding("GATE-SYNTH", f"synthesis refused the design: {_unsupported(workdir, e)}; the grader "
+                       "runs only what synthesizes", file=file, line=e["line"])
     if e["code"] in HIERREF_DIAGS and e["file"] and e["line"]:
         name = re.search(r"'([^']+)'", e["message"])
         try:
@@ -683,6 +1044,47 @@ def _parse_finding(workdir: Path, e: dict, editable: str) -> dict:
                            "resolve in the design; a design may use only its own ports and signals",
                            file=file, line=e["line"])
     return finding("GATE-PARSE", f"{e['message']} -- fix the code so it compiles", file=file, line=e["line"])
+
+
+# The enum methods (IEEE 1800-2017 6.19.5): yosys-slang 0.70 calls each an "unsupported system
+# task"; the finding names the method and its rewrite instead.
+ENUM_METHODS = {
+    "first": "name the first value of the enum", "last": "name the last value of the enum",
+    "num": "use the number of values as a localparam",
+    "next": "write the next state explicitly (a case over the states, or s == LAST ? FIRST : "
+            "type_t'(s + 1) where the values are consecutive)",
+    "prev": "write the previous state explicitly (a case over the states)",
+    "name": "strings are not synthesizable; remove it",
+}
+# Constructs yosys-slang 0.70 refuses as "unsupported language feature", by the keyword that opens
+# them on the diagnostic's line, and the rewrite the finding names.
+UNSUPPORTED = {
+    "forever": "a forever loop: write a for loop with a constant bound",
+    "wait": "a wait statement: write the condition as logic sampled by the clock",
+    "fork": "fork/join: write the statements in sequence",
+    "alias": "a net alias: connect the nets with assign",
+    "randcase": "randcase: not synthesizable; choose by logic",
+}
+_METHOD = re.compile(r"unsupported system task '(\w+)'")
+
+
+def _unsupported(workdir: Path, e: dict) -> str:
+    """What a yosys-slang "unsupported" diagnostic is about, and the rewrite: an enum method by
+    name (not "system task 'next'"), or a construct found by its keyword on the line."""
+    msg = e["message"]
+    m = _METHOD.fullmatch(msg.strip())
+    if m and m.group(1) in ENUM_METHODS:
+        return (f"the enum method .{m.group(1)}() is not supported by the synthesis front end (Yosys 0.70's "
+                f"slang) -- {ENUM_METHODS[m.group(1)]}")
+    if msg.strip() == "unsupported language feature" and e.get("file") and e.get("line"):
+        try:
+            line = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+        except (OSError, IndexError, ValueError):
+            line = ""
+        for word, fix in UNSUPPORTED.items():
+            if re.search(rf"\b{word}\b", line):
+                return f"{fix} (the synthesis front end does not support it)"
+    return f"{msg} -- rewrite it as plain RTL"
 
 
 def netlist_hash(verilog: str) -> str:
