@@ -19,8 +19,11 @@ an action ``{"tool": name, "arguments": object or JSON text}``, and results
 ``{"observation": {...}, "reward": float | null, "done": bool}``. The observation holds ``text``
 (for the model) and the rest of ``CdcRepairEnv.step``'s result (``error``, budgets,
 ``episode_id``; after reset ``task``, ``editable``, ``tools`` with the OpenAI tool definitions and
-``system_prompt``; on the last step ``report``, the grade report, which is for the harness and
-must not reach the model). ``reward`` is null until the step that ends the episode, then 1.0 or 0.0.
+``system_prompt``; on the last step ``verdict``, the grade's one word) -- never the grade report:
+an OpenEnv observation and an MCP result are model-facing, so the report (hidden seeds, their
+outcomes, the gate's findings) is only at the harness's own route ``GET /v1/episodes/{id}/report``,
+authenticated like every other. ``reward`` is null until the step that ends the episode, then 1.0
+or 0.0.
 
 Episodes are the server's own (``EnvServer``): the same cap, idle time-out, worker pool and
 sandbox as ``/v1/episodes``. Unlike OpenEnv's stock HTTP routes, ours are not stateless:
@@ -34,8 +37,9 @@ that sends the header).
 MCP (``POST /openenv/mcp``): ``tools/list`` gives the five tools with ``inputSchema`` exactly
 ``tools/*.json``'s parameters; ``tools/call`` needs a ``session_id`` from
 ``openenv/session/create`` (params: the reset data above), and returns the observation text as
-its content, ``isError`` for a refused call, and ``reward``/``done``/``report`` in
-``structuredContent``. Errors are JSON-RPC error objects (HTTP 200).
+its content, ``isError`` for a refused call, and ``reward``/``done``/``error``/``verdict`` in
+``structuredContent`` (what the agent may see; the report: ``GET /v1/episodes/{id}/report``).
+Errors are JSON-RPC error objects (HTTP 200).
 
 Not covered: OpenEnv's production mode (no ``/reset``), MCP over the WebSocket.
 """
@@ -75,8 +79,8 @@ OBSERVATION_SCHEMA = {
     "properties": {"text": {"type": "string", "description": "the text for the model"},
                    "episode_id": {"type": "string"},
                    "error": {"type": ["string", "null"]},
-                   "report": {"type": ["object", "null"],
-                              "description": "the grade report on the last step (not for the model)"}},
+                   "verdict": {"type": ["string", "null"],
+                               "description": "the grade's verdict word on the step that ends the episode"}},
 }
 STATE_SCHEMA = {
     "type": "object", "required": ["episode_id", "step_count"],
@@ -85,10 +89,13 @@ STATE_SCHEMA = {
 
 
 def _result(eid: str, res: dict, first: bool = False) -> dict:
-    """CdcRepairEnv's result dict -> OpenEnv's {"observation", "reward", "done"}."""
+    """CdcRepairEnv's result dict -> OpenEnv's {"observation", "reward", "done"}: model-facing, so
+    the grade report is left out (the verdict word stays; the report is GET /v1/episodes/{id}/report)."""
     obs = {"text": res["observation"], "episode_id": eid,
            **{k: v for k, v in res.items() if k not in ("observation", "reward", "done", "tools",
-                                                         "episode_id", "idle_timeout_s")}}
+                                                         "episode_id", "idle_timeout_s", "report")}}
+    if not first:
+        obs["verdict"] = None if res.get("report") is None else res["report"]["verdict"]
     if first:
         obs.update(tools=tools.tool_definitions(), system_prompt=AGENT_SYSTEM_PROMPT)
     reward = None if res.get("reward") is None else float(res["reward"])
@@ -343,7 +350,7 @@ async def mcp_call(session: _Session, msg: Any) -> dict:
             result = {"content": [{"type": "text", "text": obs["text"]}],
                       "isError": obs.get("error") is not None,
                       "structuredContent": {"reward": out["reward"], "done": out["done"],
-                                            "error": obs.get("error"), "report": obs.get("report")}}
+                                            "error": obs.get("error"), "verdict": obs.get("verdict")}}
         else:
             return _rpc_error(rid, -32601, f"unknown method {method[:60]!r} (initialize, tools/list, "
                                            "tools/call, openenv/session/create, openenv/session/close)")

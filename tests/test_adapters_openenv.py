@@ -39,7 +39,8 @@ def test_openenv_client_over_websocket_to_reward_1(server):
         r = env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
         assert r.observation["error"] is None and r.reward is None and not r.done
         r = env.step({"tool": "submit", "arguments": {}})
-        assert r.done and r.reward == 1.0 and r.observation["report"]["verdict"] == "pass"
+        assert r.done and r.reward == 1.0 and r.observation["verdict"] == "pass"
+        assert "report" not in r.observation  # the harness's: GET /v1/episodes/{id}/report
         assert env.state()["step_count"] == 2
     # the session's episode ended with its connection
     assert obs["episode_id"] not in server.state.episodes

@@ -162,11 +162,16 @@ def test_the_report_never_reaches_the_model(tmp_path):
         report = traj["report"]
         assert report is not None
         leaks = [report["submission_sha256"], "submission_sha256", "failed_stage", "cdc_env_version",
-                 "overfit", *(f["message"] for f in report["findings"])]
+                 "overfit", *(f["message"] for f in report["findings"]),
+                 *(str(r["seed"]) for r in report["seeds"].get("hidden", {}).get("results") or [])]
         if report["reason"]:
             leaks.append(report["reason"])
         assert [s for s in leaks if s in sent] == [], row["model"]
     assert any(f for r in rows for f in r["findings"])  # the hack's finding existed to leak
+    hidden_seeds = [r["seed"] for row in rows
+                    for r in json.loads((tmp_path / row["model"] / row["trajectory"]).read_text())
+                    ["report"]["seeds"].get("hidden", {}).get("results") or []]
+    assert len(hidden_seeds) >= HIDDEN  # and the correct fix's hidden seed numbers
 
 
 def test_resume_adds_no_duplicate_rows(server, tmp_path):

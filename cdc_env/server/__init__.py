@@ -7,6 +7,7 @@
     GET    /v1/tools                     the five tools, OpenAI function-calling format
     POST   /v1/episodes                  start an episode -> episode_id + the first observation
     POST   /v1/episodes/{id}/step        one tool call -> exactly CdcRepairEnv.step's result
+    GET    /v1/episodes/{id}/report      the grade report of a submitted episode (for the harness)
     DELETE /v1/episodes/{id}             close an episode (its scratch space is freed)
     POST   /v1/grade                     grade a one-shot submission -> the grade report
 

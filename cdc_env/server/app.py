@@ -21,6 +21,7 @@ from .limits import GuardMiddleware
 from .models import (
     Closed,
     EpisodeId,
+    EpisodeReport,
     GradeRequest,
     Health,
     StartRequest,
@@ -109,6 +110,13 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def step_episode(episode_id: EpisodeId, req: StepRequest) -> JSONResponse:
         """One tool call: CdcRepairEnv.step's result; after submit, reward and report in their own fields."""
         return JSONResponse(await state.step(episode_id, req))
+
+    @app.get(f"{API}/episodes/{{episode_id}}/report", response_model=EpisodeReport,
+             responses=_ERROR_RESPONSES, tags=["episodes"])
+    async def episode_report(episode_id: EpisodeId) -> JSONResponse:
+        """The grade report of a submitted episode, whichever front end ran it (/v1, OpenEnv HTTP,
+        WebSocket or MCP), also after it ended: for the harness, never the model."""
+        return JSONResponse(state.report(episode_id))
 
     @app.delete(f"{API}/episodes/{{episode_id}}", response_model=Closed, responses=_ERROR_RESPONSES,
                 tags=["episodes"])
