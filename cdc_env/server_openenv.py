@@ -140,6 +140,14 @@ class _Session:
                 "steps_left": env.max_steps - env.steps_used,
                 "sim_runs_left": env.max_sim_runs - env.sim_runs_used}
 
+    async def close(self, eid: str) -> None:
+        """Close a live episode, or one already closed (idempotent); an id this server never issued
+        or that expired is an ApiError (404 / 410), never a quiet ``closed``."""
+        if eid in self.server.episodes:
+            await self.server.close(eid)
+        elif self.server.ended.get(eid) != "closed":
+            self.server._gone(eid)
+
     async def end(self, eid: str | None) -> None:
         if eid is not None and eid in self.server.episodes:
             await self.server.close(eid)
@@ -179,9 +187,10 @@ def include_openenv(app: FastAPI) -> None:
     async def oe_mcp(request: Request) -> JSONResponse:
         """MCP JSON-RPC 2.0 (initialize, tools/list, tools/call, openenv/session/create|close)."""
         try:
-            msg = json.loads(await request.body() or b"null")
-        except ValueError:
-            return JSONResponse(_rpc_error(None, -32700, "parse error: the body is not JSON"))
+            msg = json.loads(await request.body() or b"null", parse_constant=_no_constant)
+        except ValueError as exc:
+            why = str(exc) if isinstance(exc, _NotJson) else "the body is not JSON"
+            return JSONResponse(_rpc_error(None, -32700, f"parse error: {why}"))
         return JSONResponse(await mcp_call(session, msg))
 
     @app.post(f"{PREFIX}/reset", tags=["openenv"], responses=_ERROR_RESPONSES)
@@ -310,6 +319,22 @@ def openenv_openapi(app: FastAPI) -> dict:
 MCP_PROTOCOL = "2025-06-18"
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python's json reads them, JSON has no such values."""
+    raise _NotJson(f"{name} is not a JSON value")
+
+
+def _valid_id(rid: Any) -> bool:
+    """A JSON-RPC id this server answers to: a string, an integer or null (JSON-RPC 2.0: ids
+    should not be fractional; a float such as 1e400, which Python reads as inf, is refused)."""
+    return rid is None or (isinstance(rid, (str, int)) and not isinstance(rid, bool)
+                           and (not isinstance(rid, str) or len(rid) <= 200))
+
+
 def _rpc_error(rid: Any, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
@@ -322,12 +347,16 @@ def mcp_tools() -> list[dict]:
 
 async def mcp_call(session: _Session, msg: Any) -> dict:
     """One MCP JSON-RPC request -> its response (errors as JSON-RPC error objects, never raised)."""
+    if isinstance(msg, dict) and not _valid_id(msg.get("id")):
+        return _rpc_error(None, -32600, "invalid request: the id must be a string (at most 200 "
+                                        "characters), an integer or null")
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
         return _rpc_error(msg.get("id") if isinstance(msg, dict) else None, -32600,
                           'invalid request: {"jsonrpc": "2.0", "method": ..., "params": {...}, "id": ...}')
     rid, method, params = msg.get("id"), msg["method"], msg.get("params") or {}
     if not isinstance(params, dict):
         return _rpc_error(rid, -32602, "params must be an object")
+    params = {k: v for k, v in params.items() if k != "_meta"}  # MCP's reserved metadata field
     try:
         if method == "initialize":
             result: dict = {"protocolVersion": MCP_PROTOCOL, "capabilities": {"tools": {}},
@@ -335,11 +364,14 @@ async def mcp_call(session: _Session, msg: Any) -> dict:
         elif method == "tools/list":
             result = {"tools": mcp_tools()}
         elif method == "openenv/session/create":
-            eid, _ = await session.reset({k: v for k, v in params.items() if k in _RESET_KEYS})
+            eid, _ = await session.reset(params)  # a misspelt field is refused, never dropped
             result = {"session_id": eid}
         elif method == "openenv/session/close":
-            await session.end(str(params.get("session_id") or ""))
-            result = {"session_id": params.get("session_id"), "closed": True}
+            sid = params.get("session_id")
+            if not isinstance(sid, str) or not sid:
+                return _rpc_error(rid, -32602, "openenv/session/close needs a session_id")
+            await session.close(sid)
+            result = {"session_id": sid, "closed": True}
         elif method == "tools/call":
             eid = params.get("session_id")
             if not isinstance(eid, str) or not eid:

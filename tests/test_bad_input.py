@@ -91,3 +91,32 @@ def test_results_page_renders_malformed_rows_as_invalid(tmp_path):
     out = subprocess.run([sys.executable, "-m", "cdc_env.cli", "report", str(tmp_path), "--html"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-500:]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kw", [{"task_dir": "x" * 5000}, {"sim": "y" * 5000}, {"hidden": "y" * 5000},
+                                {"max_steps": "z" * 5000}, {"rung": "r" * 5000}])
+def test_an_error_quotes_at_most_a_little_of_the_input(kw):
+    """CdcRepairEnv's errors cut what they quote of the caller's input (issue 37)."""
+    from cdc_env.env import CdcRepairEnv
+
+    with pytest.raises(CdcError) as err:
+        CdcRepairEnv(**{"task_dir": "handshake", **kw})
+    assert len(str(err.value)) < 600, len(str(err.value))
+
+
+@pytest.mark.parametrize("argv", [["show", "handshake", "--rung", "r" * 50_000], ["show", "t" * 50_000],
+                                  ["grade", "t" * 50_000, "x.v"]])
+def test_the_cli_quotes_at_most_a_little_of_the_input(argv):
+    out = subprocess.run([sys.executable, "-m", "cdc_env.cli", *argv], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and len(out.stderr) < 600 and "Traceback" not in out.stderr, out.stderr[:300]
+
+
+def test_short_messages_are_never_cut():
+    from cdc_env.errors import clip_quoted
+
+    msg = "can't read the file: " + "x" * 100 + " -- it's gone"
+    assert clip_quoted(msg) == msg
+    long = "unknown task '" + "x" * 500 + "' (known: a, b)"
+    assert clip_quoted(long) == "unknown task '" + "x" * 80 + "...' (500 characters) (known: a, b)"

@@ -391,3 +391,14 @@ def test_cli_eval_takes_stream():
     args = build_parser("eval").parse_args(["eval", "--mode", "oneshot", "--base-url", "http://127.0.0.1:1/v1",
                                             "--model", "m", "--out", "o", "--stream"])
     assert args.stream is True
+
+
+def test_sim_auto_is_accepted_like_grade_and_grade_batch(server, tmp_path):
+    """--sim auto: each grade on the cheaper simulator; the metadata names every one it may choose."""
+    row = only(run(server, tmp_path, "oneshot-correct", sim="auto")[0])
+    assert (row["reward"], row["label"]) == (1, "pass")
+    meta = json.loads((tmp_path / "oneshot-correct" / "metadata.json").read_text())
+    assert meta["simulator"]["name"] == "auto" and set(meta["simulator"]["versions"]) >= {"icarus"}
+    p = subprocess.run([sys.executable, "-m", "cdc_env.cli", "eval", "--help"], capture_output=True,
+                       text=True)
+    assert "auto" in p.stdout
