@@ -144,9 +144,15 @@ def _malformed(row: dict) -> str:
             return f"{key} is a {type(row.get(key)).__name__}, not a string"
     if row.get("messages") is not None and not isinstance(row.get("messages"), list):
         return "the transcript's messages are not a list"
+    if row.get("submission") is not None and not isinstance(row.get("submission"), str):
+        return f"the submission is a {type(row.get('submission')).__name__}, not text"
     report = row.get("report")
     if report is None:
         return ""
+    findings = report.get("findings")
+    if findings is not None and (not isinstance(findings, list)
+                                 or not all(isinstance(f, dict) for f in findings)):
+        return "findings is not a list of objects"
     seeds = report.get("seeds")
     if seeds is None:
         return ""
@@ -160,6 +166,8 @@ def _malformed(row: dict) -> str:
             if items is not None and (not isinstance(items, list)
                                       or not all(isinstance(x, dict) for x in items)):
                 return f"seeds.{str(stage)[:20]}.{key} is not a list of objects"
+            if any(isinstance(x.get("seed"), (list, dict)) for x in items or []):
+                return f"seeds.{str(stage)[:20]}.{key} has a seed that is not a number"
     return ""
 
 
@@ -171,7 +179,7 @@ def _checked(row: dict) -> dict:
         return row
     return {**row, "verdict": "invalid", "stage": None, "reason": f"malformed row: {why}", "cpu_s": 0.0,
             "report": None, "task": row["task"] if isinstance(row.get("task"), str) else "(invalid)",
-            "messages": None}
+            "messages": None, "submission": None}
 
 
 # ---------------------------------------------------------------------- page parts
@@ -258,7 +266,8 @@ def _gap(data: dict) -> str:
         gap = {"sim_pass_gate_decided": len(sim_pass), "gate_refused": refused,
                "rate": refused / len(sim_pass) if sim_pass else None}
     rate = gap.get("rate")
-    rate_txt = "-" if rate is None else f"{100 * float(rate):.1f}%"
+    ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
+    rate_txt = f"{100 * float(rate):.1f}%" if ok else "-"  # a hand-edited summary may hold anything
     return (f"<h2>Structural-validity gap</h2><p><b>{esc(rate_txt)}</b>: {esc(gap.get('gate_refused'))} of "
             f"{esc(gap.get('sim_pass_gate_decided'))} submissions that pass simulation are refused by "
             "the static gate (they would have scored without it).</p>")
@@ -341,7 +350,8 @@ def _transcript(messages: list) -> str:
                    + (f" <span class='muted'>{esc(m.get('name') or m.get('tool_call_id') or '')}</span>")
                    + (f"<pre>{esc(_clip(str(body)))}</pre>" if body else ""))
         for c in calls if isinstance(calls, list) else []:
-            fn = c.get("function", {}) if isinstance(c, dict) else {}
+            fn = c.get("function") if isinstance(c, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
             out.append(f"<pre>call {esc(fn.get('name'))}({esc(_clip(str(fn.get('arguments'))))})</pre>")
         out.append("</div>")
     out.append("</details>")

@@ -120,3 +120,40 @@ def test_short_messages_are_never_cut():
     assert clip_quoted(msg) == msg
     long = "unknown task '" + "x" * 500 + "' (known: a, b)"
     assert clip_quoted(long) == "unknown task '" + "x" * 80 + "...' (500 characters) (known: a, b)"
+
+
+def _eval_folder(path, trajectory: dict, summary: object = None) -> None:
+    path.mkdir()
+    traj = {"messages": [], "report": None, "submission": "x", **trajectory}
+    (path / "t.json").write_text(json.dumps(traj))
+    row = {"task": "handshake", "sample": 0, "label": "fail", "mode": "agentic", "grade_cpu_s": 0.1,
+           "trajectory": "t.json"}
+    (path / "results.jsonl").write_text(json.dumps(row) + "\n")
+    if summary is not None:
+        (path / "summary.json").write_text(json.dumps(summary))
+
+
+def test_results_page_survives_more_kinds_of_malformed_row(tmp_path):
+    """Findings that are not a list of objects, a seed that is a list or an object, a tool call
+    whose function is text, a submission that is a number, a gap rate that is text (issue 37:
+    each was a traceback)."""
+    from cdc_env.report_html import write_report
+
+    base = {"id": "a", "task": "handshake", "verdict": "fail", "failed_stage": "visible", "reason": "r",
+            "cpu_s": 0.1}
+    batch = {"findings-text": {"findings": "abc"}, "findings-dict": {"findings": {"a": 1}},
+             "findings-ints": {"findings": [1, 2]},
+             "seed-list": {"seeds": {"visible": {"failed": [{"seed": [1]}], "results": [{"seed": [1]}]}}},
+             "seed-dict": {"seeds": {"visible": {"failed": [{"seed": {}}]}}}}
+    for name, change in batch.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text(json.dumps({**base, **change}) + "\n")
+    call = {"role": "assistant", "tool_calls": [{"function": "x"}]}
+    _eval_folder(tmp_path / "call-text", {"messages": [call]})
+    _eval_folder(tmp_path / "submission-int", {"submission": 5})
+    _eval_folder(tmp_path / "gap-text", {}, {"structural_gap": {"rate": "abc"}})
+    _eval_folder(tmp_path / "gap-object", {}, {"structural_gap": {"rate": {}}})
+    for folder in sorted(p for p in tmp_path.iterdir() if p.is_dir()):
+        page = write_report(folder).read_text()
+        if folder.name in batch or folder.name == "submission-int":
+            assert "malformed row" in page, folder.name
