@@ -126,7 +126,7 @@ def load_folder(folder: Path) -> dict:
                          "stage": r.get("failed_stage"), "reason": r.get("reason") or "",
                          "cpu_s": r.get("cpu_s") or 0.0, "report": r,
                          "submission": subs.get(str(r.get("id"))), "messages": None,
-                         "batch_error": bool(r.get("batch_error"))})
+                         "batch_error": bool(r.get("batch_error")), "model": r.get("model_name_or_path")})
     return {"kind": kind, "folder": folder, "rows": [_checked(r) for r in rows], "summary": summary}
 
 
@@ -253,6 +253,32 @@ def _controls_table(rows: list[dict]) -> str:
         out.append(f'<tr><td>{esc(task)}</td><td class="n">{n}</td><td>{_rate(p, n)}</td>'
                    f"<td>{_rate(ch, len(sub), True)}</td><td>{_rate(n - p, n, True)}</td></tr>")
     return "".join(out) + "</table>"
+
+
+def _batch_facts(data: dict) -> str:
+    """grade-batch: the lines skipped (errors.jsonl) and the pass rate per model_name_or_path."""
+    if data["kind"] != "grade-batch":
+        return ""
+    skipped = data["summary"].get("bad_lines")
+    if not isinstance(skipped, int) or isinstance(skipped, bool):
+        skipped = len(_read_jsonl(data["folder"] / "errors.jsonl"))
+    out = [f"<p><b>{skipped}</b> input line{'' if skipped == 1 else 's'} skipped as bad lines "
+           "(not graded; each with its reason in errors.jsonl).</p>"]
+    by: dict[str, list[dict]] = {}
+    for r in data["rows"]:
+        if isinstance(r.get("model"), str) and r["model"]:
+            by.setdefault(r["model"], []).append(r)
+    if by:
+        out.append("<h2>Pass rate by model</h2><table><tr><th>model</th><th>graded</th><th>pass</th>"
+                   "<th>pass rate</th><th>other verdicts</th></tr>")
+        for model, rs in sorted(by.items()):
+            p = sum(r["verdict"] == "pass" for r in rs)
+            counts = Counter(str(r["verdict"]) for r in rs)
+            other = ", ".join(f"{esc(v)} {k}" for v, k in sorted(counts.items()) if v != "pass")
+            out.append(f'<tr><td>{esc(model)}</td><td class="n">{len(rs)}</td><td class="n">{p}</td>'
+                       f"<td>{_rate(p, len(rs))}</td><td>{other}</td></tr>")
+        out.append("</table>")
+    return "".join(out)
 
 
 def _gap(data: dict) -> str:
@@ -408,7 +434,8 @@ def render(data: dict) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{esc(title)}</h1>{head}{_pass_tables(rows) if rows else ''}{_rungs_table(rows)}"
+            f"<h1>{esc(title)}</h1>{head}{_batch_facts(data)}{_pass_tables(rows) if rows else ''}"
+            f"{_rungs_table(rows)}"
             f"{_controls_table(controls)}{_gap(data)}{_cost(data['rows'])}"
             f"{_failing(data)}{_passing_transcripts(data)}</body></html>\n")
 
