@@ -32,7 +32,10 @@ from .submission import MAX_BYTES
 from .task import Task, load_task
 
 _LOG_LINES = 40
-DEFAULT_HIDDEN = 32  # hidden seeds per submission unless the caller says otherwise
+# Hidden seeds per submission unless the caller says otherwise, on every environment front end
+# (CdcRepairEnv, gym, verifiers, cdc-env serve's episodes and one-shot grades, OpenEnv, MCP): cheap
+# enough for training. The graders that publish numbers (grade, grade-batch, eval) default to all.
+DEFAULT_HIDDEN = 32
 
 
 class CdcRepairEnv:

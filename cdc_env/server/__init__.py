@@ -2,6 +2,7 @@
 
 ``create_app(ServerConfig(...))`` builds a FastAPI app (OpenAPI document at ``/openapi.json``):
 
+    GET    /v1/live                      liveness, without the token (says nothing else)
     GET    /v1/health                    liveness and load
     GET    /v1/tasks                     the tasks this server serves (only those named at start)
     GET    /v1/tools                     the five tools, OpenAI function-calling format

@@ -85,6 +85,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         """Liveness and load."""
         return JSONResponse(state.health())
 
+    @app.get(f"{API}/live", responses=_ERROR_RESPONSES, tags=["server"])
+    async def live() -> JSONResponse:
+        """Liveness: answers without the bearer token and says nothing else (/v1/health has the load)."""
+        return JSONResponse({"status": "ok"})
+
     @app.get(f"{API}/tasks", response_model=TaskList, responses=_ERROR_RESPONSES, tags=["tasks"])
     async def list_tasks() -> JSONResponse:
         """The tasks this server serves: exactly those named when it started."""

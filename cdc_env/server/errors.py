@@ -23,6 +23,7 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
                        (404, "no such task, episode or path on this server"),
                        (409, "the episode has no report yet (not submitted)"),
                        (410, "the episode expired or was closed"), (413, "request body too large"),
+                       (415, "the body is not sent as application/json"),
                        (422, "the body does not fit the schema"), (429, "too many live episodes"),
                        (503, "the worker pool is saturated or a worker failed"))
 }
