@@ -38,6 +38,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "standin": ("cdc_env.cli.eval", "serve the stand-in model (scripted replies) on 127.0.0.1"),
     "grade-batch": ("cdc_env.cli.batch", "grade a JSONL predictions file on a local pool or a Ray cluster"),
     "report": ("cdc_env.cli.batch", "write a results page for a grade-batch or eval folder"),
+    "export": ("cdc_env.cli.export", "write the tasks in another framework's format (harbor)"),
 }
 
 # Commands that need an optional extra: name -> (extra, modules it provides).
