@@ -94,10 +94,10 @@ def _result(eid: str, res: dict, first: bool = False) -> dict:
     obs = {"text": res["observation"], "episode_id": eid,
            **{k: v for k, v in res.items() if k not in ("observation", "reward", "done", "tools",
                                                          "episode_id", "idle_timeout_s", "report")}}
-    if not first:
-        obs["verdict"] = None if res.get("report") is None else res["report"]["verdict"]
     if first:
         obs.update(tools=tools.tool_definitions(), system_prompt=AGENT_SYSTEM_PROMPT)
+    else:
+        obs["verdict"] = None if res.get("report") is None else res["report"]["verdict"]
     reward = None if res.get("reward") is None else float(res["reward"])
     return {"observation": obs, "reward": reward, "done": bool(res["done"])}
 
