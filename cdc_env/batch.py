@@ -12,12 +12,16 @@ SWE-bench predictions are accepted as they are (``swebench_fields``)::
 
     {"instance_id": "handshake__run7", "model_name_or_path": "my-model", "model_patch": "<diff>"}
 
-``instance_id`` is the ``id`` and ``model_patch`` the ``submission``. The task is the line's
-``task`` field, else the part of ``instance_id`` before the first ``__`` (``handshake__run7`` ->
-``handshake``; an ``instance_id`` that is a task's name is that task). ``model_name_or_path`` is
-written into each result row and the summary counts verdicts per model (``by_model``). A
-``model_patch`` diff may be off by up to ``submission.MAX_OFFSET`` lines per hunk, never fuzzed;
-the report's allowlist stage records any offset.
+``instance_id`` is the ``id`` and ``model_patch`` the ``submission`` (``null``: the empty patch,
+graded and unresolved, as SWE-bench counts it). The task is the line's ``task`` field, else the
+part of ``instance_id`` before the first ``__`` (``handshake__run7`` -> ``handshake``; an
+``instance_id`` that is a task's name is that task; any other prefix is an unknown task).
+``model_name_or_path`` is written into each result row and the summary counts verdicts per model
+(``by_model``); it is the graded line's, never a bad or duplicate line's. A ``model_patch`` diff
+may be off by up to ``submission.MAX_OFFSET`` lines per hunk, never fuzzed; the report's allowlist
+stage records any offset. SWE-bench's ``preds.json`` -- a JSON list of such objects (or an object
+of them keyed by ``instance_id``, in a ``.json`` file) -- is read as if each were a line; a bad
+"line" is then the item's number.
 
 Output folder:
 
@@ -26,7 +30,10 @@ Output folder:
     errors.jsonl    one line per bad input line (line number, id if any, reason); never fatal
     run.json        the run's settings (input file and its SHA-256, defaults); ``--resume`` checks them
     summary.json    counts by verdict, failed stage and task, overfit count, CPU-s total and per
-                    grade, wall time, throughput, the backend and its node checks
+                    grade, wall time, throughput, the backend and its node checks; SWE-bench's
+                    ``resolved_ids`` (pass), ``unresolved_ids`` (every other verdict but
+                    tool_error) and ``error_ids`` (tool_error, not graded, or a bad line's id),
+                    and the ``run_id`` if one was given
     summary.md      the same as Markdown
 
 ``--resume`` keeps every result already in results.jsonl and grades only the ids not there. Rows
@@ -34,7 +41,8 @@ that are not results (``batch_error``: the grade could not be made, e.g. a worke
 the retry budget) are dropped and graded again, and so are stale ones: a result whose task or
 submission SHA-256 differs from its id's line now (``summary.json``: ``stale_regraded``). Each
 id is recorded at most once. A line that cannot be parsed (not JSON, an integer over 4,300
-digits, nesting too deep) is a bad line like any other.
+digits, nesting too deep) or whose id, task, submission or model name is not Unicode text (a lone
+surrogate such as ``"\ud800"``) is a bad line like any other: nothing else is lost.
 """
 
 from __future__ import annotations
@@ -87,14 +95,28 @@ def swebench_fields(obj: dict, known_tasks: set[str]) -> dict:
             if ours in out:
                 raise ValueError(f"both {theirs} and {ours} given (one names the other)")
             out[ours] = out.pop(theirs)
+    if "model_patch" in obj and obj["model_patch"] is None:
+        out["submission"] = ""  # SWE-bench: a null patch is the empty patch (graded, unresolved)
     iid = out.get("id")
     if "task" not in out and isinstance(iid, str):
         prefix = iid if iid in known_tasks else iid.split("__", 1)[0]
         if prefix not in known_tasks:
-            raise ValueError(f"no task: give a task field, or an instance_id '<task>__<name>' "
-                             f"(not {iid[:80]!r})")
+            raise ValueError(f"unknown task {prefix[:80]!r} (from instance_id {iid[:80]!r}: "
+                             "'<task>__<name>', or give a task field)")
         out["task"] = prefix
     return out
+
+
+def _not_text(value: object) -> bool:
+    """A JSON string that is not Unicode text: it holds a lone surrogate (``"\ud800"``), which
+    cannot be encoded, hashed or written."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def line_model(raw: str) -> str | None:
@@ -107,20 +129,14 @@ def line_model(raw: str) -> str | None:
     return model[:200] if isinstance(model, str) and model else None
 
 
-def read_models(path: Path, known_tasks: set[str]) -> dict[str, str]:
-    """{str(id): model_name_or_path} for the lines that name a model (first line of an id wins)."""
+def read_models(path: Path, known_tasks: set[str], *, sim: str = "icarus",
+                hidden: int | str = "all") -> dict[str, str]:
+    """{str(id): model_name_or_path} of the lines that are graded (the first good line of an id):
+    a bad line or a later duplicate never names the model its id's result is credited to."""
     models: dict[str, str] = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            if MODEL_FIELD not in raw or not (model := line_model(raw)):
-                continue
-            try:
-                obj = loads_line(raw)
-                pid = swebench_fields(obj, known_tasks).get("id") if isinstance(obj, dict) else None
-            except ValueError:
-                continue
-            if isinstance(pid, (str, int)) and not isinstance(pid, bool):
-                models.setdefault(str(pid), model)
+    for raw, item in _iter_items(path, sim=sim, hidden=hidden, known_tasks=known_tasks):
+        if isinstance(item, GradeJob) and MODEL_FIELD in raw and (model := line_model(raw)):
+            models[str(item.id)] = model
     return models
 
 
@@ -156,6 +172,10 @@ def parse_line(raw: str, lineno: int, *, sim: str, hidden: int | str, known_task
     obj = swebench_fields(obj, known_tasks)
     if MODEL_FIELD in obj and not isinstance(obj[MODEL_FIELD], str):
         raise ValueError(f"{MODEL_FIELD} must be a string")
+    broken = sorted(str(k)[:40].encode("utf-8", "backslashreplace").decode() for k, v in obj.items()
+                    if _not_text(k) or _not_text(v))
+    if broken:
+        raise ValueError(f"{', '.join(broken)[:120]}: not Unicode text (a lone surrogate such as \\ud800)")
     missing = [k for k in ("id", "task", "submission") if k not in obj]
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
@@ -198,29 +218,58 @@ def iter_predictions(path: Path, *, sim: str, hidden: int | str,
                      known_tasks: set[str]) -> Iterator[GradeJob | BadLine]:
     """Each non-blank line in file order: a GradeJob, or a BadLine (a later line with an id seen
     before is a bad line; the first one is graded). Streams: memory holds the ids only."""
-    seen: set[str] = set()
+    for _raw, item in _iter_items(path, sim=sim, hidden=hidden, known_tasks=known_tasks):
+        yield item
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line; for a JSON-list file (SWE-bench's preds.json,
+    first character ``[``, or a ``.json`` object keyed by instance_id), (item number, the item's
+    JSON text). CdcError when such a file is not JSON."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        head = fh.read(4096).lstrip()
+    if head.startswith("[") or (path.suffix == ".json" and head.startswith("{")):
+        try:
+            whole = loads_line(Path(path).read_text(encoding="utf-8", errors="replace"))
+        except ValueError as exc:
+            raise CdcError(f"{path} is a JSON predictions file but {exc}") from None
+        if isinstance(whole, dict):
+            whole = list(whole.values())
+        if not isinstance(whole, list):
+            raise CdcError(f"{path}: a JSON predictions file is a list of predictions")
+        for n, item in enumerate(whole, 1):
+            yield n, json.dumps(item)
+        return
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
+            if raw.strip():
+                yield lineno, raw
+
+
+def _iter_items(path: Path, *, sim: str, hidden: int | str,
+                known_tasks: set[str]) -> Iterator[tuple[str, GradeJob | BadLine]]:
+    """``iter_predictions`` with each item's raw line."""
+    seen: set[str] = set()
+    for lineno, raw in _raw_lines(path):
+        try:
+            job = parse_line(raw, lineno, sim=sim, hidden=hidden, known_tasks=known_tasks)
+            _check_hidden(job)
+        except ValueError as exc:
+            pid = None
             try:
-                job = parse_line(raw, lineno, sim=sim, hidden=hidden, known_tasks=known_tasks)
-                _check_hidden(job)
-            except ValueError as exc:
-                pid = None
-                try:
-                    obj = loads_line(raw)
-                    pid = obj.get("id", obj.get("instance_id")) if isinstance(obj, dict) else None
-                except ValueError:
-                    pass
-                yield BadLine(lineno, str(exc), pid if isinstance(pid, (str, int)) else None)
-                continue
-            key = str(job.id)
-            if key in seen:
-                yield BadLine(lineno, f"duplicate id {key[:80]!r} (the first one is graded)", job.id)
-                continue
-            seen.add(key)
-            yield job
+                obj = loads_line(raw)
+                pid = obj.get("id", obj.get("instance_id")) if isinstance(obj, dict) else None
+            except ValueError:
+                pass
+            ok = isinstance(pid, (str, int)) and not _not_text(pid)
+            yield raw, BadLine(lineno, str(exc), pid if ok else None)
+            continue
+        key = str(job.id)
+        if key in seen:
+            yield raw, BadLine(lineno, f"duplicate id {key[:80]!r} (the first one is graded)", job.id)
+            continue
+        seen.add(key)
+        yield raw, job
 
 
 def read_predictions(path: Path, *, sim: str, hidden: int | str,
@@ -412,8 +461,12 @@ def _pct(n: int, d: int) -> str:
 
 def summarize(rows: list[dict], *, bad_lines: int = 0, wall_s: float | None = None,
               backend: dict | None = None, nodes: list[dict] | None = None, resumed: int = 0,
-              total_lines: int | None = None) -> dict:
-    """The run's summary; a pure function of the result rows (plus the run facts given)."""
+              total_lines: int | None = None, bad_ids: list | None = None) -> dict:
+    """The run's summary; a pure function of the result rows (plus the run facts given).
+
+    SWE-bench's id lists: ``resolved_ids`` (pass), ``unresolved_ids`` (any other verdict except
+    tool_error, which is never a pass or a fail), ``error_ids`` (tool_error, a grade that could not
+    be made, and the ids of bad lines), each sorted as text."""
     results = [r for r in rows if not r.get("batch_error")]
     errors = [r for r in rows if r.get("batch_error")]
     by_verdict = Counter(r["verdict"] for r in results)
@@ -443,6 +496,13 @@ def summarize(rows: list[dict], *, bad_lines: int = 0, wall_s: float | None = No
     }
     if models := by_model(results):
         out["by_model"] = models
+    out["resolved_ids"] = sorted((r["id"] for r in results if r["verdict"] == "pass"), key=str)
+    out["unresolved_ids"] = sorted((r["id"] for r in results if r["verdict"] not in ("pass", "tool_error")),
+                                   key=str)
+    errored = [r["id"] for r in results if r["verdict"] == "tool_error"] + [r["id"] for r in errors]
+    graded_ids = {str(r["id"]) for r in rows}  # a duplicate line's id has its first line's result
+    errored += [i for i in bad_ids or [] if i is not None and str(i) not in graded_ids]
+    out["error_ids"] = sorted(dict.fromkeys(errored), key=str)
     if total_lines is not None:
         out["lines"] = total_lines
     if wall_s is not None:
@@ -505,6 +565,7 @@ class BatchRun:
     on_bad_line: Callable[[BadLine], None] | None = None
     progress: bool = True
     progress_tty: bool | None = None
+    run_id: str | None = None  # SWE-bench's --run_id: recorded in run.json and summary.json
     summary: dict = field(default_factory=dict)
 
 
@@ -529,7 +590,7 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     settings = {"predictions": str(pred.resolve()), "predictions_sha256": _file_sha256(pred),
-                "sim": run.sim, "hidden": run.hidden}
+                "sim": run.sim, "hidden": run.hidden, **({"run_id": run.run_id} if run.run_id else {})}
     run_json = out / "run.json"
     if results_path.exists() and results_path.stat().st_size and not run.resume:
         raise CdcError(f"{results_path} already has results: pass --resume to continue it, "
@@ -547,8 +608,9 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
     bad: list[BadLine] = []
     ids: set[str] = set()
     expect: dict[str, tuple[str, str]] = {}  # id -> (task, submission hash): a kept result must match
+    models: dict[str, str] = {}  # id -> the graded line's model_name_or_path (see read_models)
     with open(out / "errors.jsonl", "w", encoding="utf-8") as err:
-        for item in iter_predictions(pred, sim=run.sim, hidden=run.hidden, known_tasks=known):
+        for raw, item in _iter_items(pred, sim=run.sim, hidden=run.hidden, known_tasks=known):
             if isinstance(item, BadLine):
                 bad.append(item)
                 err.write(json.dumps(item.row()) + "\n")
@@ -557,9 +619,10 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
             else:
                 ids.add(str(item.id))
                 expect[str(item.id)] = submission_key(item)
+                if MODEL_FIELD in raw and (model := line_model(raw)):
+                    models[str(item.id)] = model
     stale: list[str] = []
     kept = keep_results(results_path, ids, expect, stale) if run.resume else {}
-    models = read_models(pred, known)
     if not run.resume:
         results_path.write_text("", encoding="utf-8")
 
@@ -588,8 +651,10 @@ def run_batch(run: BatchRun, backend: Backend) -> dict:
         backend.close()
     wall = time.monotonic() - t0
     summary = summarize(rows, bad_lines=len(bad), wall_s=wall, backend=backend.info(), nodes=nodes,
-                        resumed=len(kept), total_lines=len(ids) + len(bad))
+                        resumed=len(kept), total_lines=len(ids) + len(bad), bad_ids=[b.id for b in bad])
     summary["stale_regraded"] = len(stale)
+    if run.run_id is not None:
+        summary["run_id"] = run.run_id
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     run.summary = summary

@@ -43,6 +43,7 @@ from .task import Task
 
 SETUPS = (  # (label, simulator, hidden seeds, batching allowed)
     ("icarus_8+32", "icarus", 32, False),
+    ("icarus_8+200", "icarus", 200, False),  # two seed counts: the per-seed figure and the fixed part
     ("verilator_batched_8+200", "verilator", 200, True),
     ("verilator_alone_8+200", "verilator", 200, False),
 )
@@ -90,8 +91,8 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
             os.environ.pop(verilator.MODEL_CACHE_ENV, None)
         else:
             os.environ[verilator.MODEL_CACHE_ENV] = cache_was
-    ic, vb, va = (reports[label] for label, *_ in SETUPS)
-    model = fit_model(ic, vb, va, n_visible=len(visible_seeds(task)),
+    ic, ic200, vb, va = (reports[label] for label, *_ in SETUPS)
+    model = fit_model(ic, vb, va, ic200=ic200, n_visible=len(visible_seeds(task)),
                       source=f"measured {time.strftime('%Y-%m-%d', time.gmtime())}, max of {runs} runs")
     fixed = model.verilator_fixed
     vis = len(visible_seeds(task))
@@ -106,8 +107,13 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
     return row
 
 
-def fit_model(ic: list[dict], vb: list[dict], va: list[dict], *, n_visible: int, source: str) -> CostModel:
-    """The cost model that reproduces the measured totals (maxima over runs) of the three set-ups.
+def fit_model(ic: list[dict], vb: list[dict], va: list[dict], *, n_visible: int, source: str,
+              ic200: list[dict] | None = None) -> CostModel:
+    """The cost model that reproduces the measured totals (maxima over runs) of the set-ups.
+
+    Icarus at two seed counts (``ic`` at 8+32, ``ic200`` at 8+200) gives a line: its slope is the
+    per-seed figure, its intercept beyond the build the fixed part. Without ``ic200`` the fixed
+    part is taken as 0 (every non-build CPU-s per seed), which prices Icarus high at 8+200.
 
     Per-seed figures are taken from whole-grade totals, not from the seed stages alone, so they
     include what a seed costs the grading process (starting its process, reading its output).
@@ -120,11 +126,17 @@ def fit_model(ic: list[dict], vb: list[dict], va: list[dict], *, n_visible: int,
     common = worst(ic + vb + va, lambda r: _stage_cpu(r, "gate"))
     i_build = worst(ic, lambda r: _stage_cpu(r, "build"))
     v_fixed = worst(vb + va, lambda r: _stage_cpu(r, "build"))
-    i_seed = (worst(ic, lambda r: r["cpu_s"]) - common - i_build) / (n_visible + 32)
+    i32 = worst(ic, lambda r: r["cpu_s"]) - common - i_build
+    i_seed, i_fixed = i32 / (n_visible + 32), 0.0
+    if ic200:
+        i200 = worst(ic200, lambda r: r["cpu_s"]) - common - worst(ic200, lambda r: _stage_cpu(r, "build"))
+        i_seed = max((i200 - i32) / (200 - 32), 0.0)
+        i_fixed = max(i32 - (n_visible + 32) * i_seed, 0.0)
     v_alone = (worst(va, lambda r: r["cpu_s"]) - common - v_fixed) / (n_visible + 200)
     v_batched = ((worst(vb, lambda r: r["cpu_s"]) - common - v_fixed - (n_visible + 2) * v_alone)
                  / (200 + check_sample_size(200)))  # the batch and its check sample
-    return CostModel(icarus_build=round(i_build, 4), icarus_seed=round(max(i_seed, 0.0), 5),
+    return CostModel(icarus_build=round(i_build, 4), icarus_fixed=round(i_fixed, 4),
+                     icarus_seed=round(max(i_seed, 0.0), 5),
                      verilator_fixed=round(v_fixed, 4), verilator_seed_alone=round(max(v_alone, 0.0), 5),
                      verilator_seed_batched=round(max(v_batched, 0.0), 6), source=source)
 

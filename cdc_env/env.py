@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import paths, tools
-from .errors import CdcError
+from .errors import CdcError, clip_quoted
 from .grade import grade
 from .prompts import CONTRACT_NAME, task_prompt
 from .report import Report
@@ -32,7 +32,10 @@ from .submission import MAX_BYTES
 from .task import Task, load_task
 
 _LOG_LINES = 40
-DEFAULT_HIDDEN = 32  # hidden seeds per submission unless the caller says otherwise
+# Hidden seeds per submission unless the caller says otherwise, on every environment front end
+# (CdcRepairEnv, gym, verifiers, cdc-env serve's episodes and one-shot grades, OpenEnv, MCP): cheap
+# enough for training. The graders that publish numbers (grade, grade-batch, eval) default to all.
+DEFAULT_HIDDEN = 32
 
 
 class CdcRepairEnv:
@@ -123,6 +126,15 @@ class CdcRepairEnv:
                  max_steps: int = 30, max_sim_runs: int = 6, hidden: int | str | None = DEFAULT_HIDDEN,
                  sim: str = "icarus", gate: bool = True, sandbox: bool = True,
                  grader: Callable[..., dict] | None = None, rung: str = "full") -> None:
+        try:
+            self._configure(task_dir, repo_root, max_steps=max_steps, max_sim_runs=max_sim_runs,
+                            hidden=hidden, sim=sim, gate=gate, sandbox=sandbox, grader=grader, rung=rung)
+        except CdcError as exc:  # the message quotes the caller's input, which may be any size
+            raise CdcError(clip_quoted(str(exc))) from None
+
+    def _configure(self, task_dir: str | Path | Task, repo_root: str | Path | None, *, max_steps: int,
+                   max_sim_runs: int, hidden: int | str | None, sim: str, gate: bool, sandbox: bool,
+                   grader: Callable[..., dict] | None, rung: str) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise CdcError(f"max_steps must be an integer >= 1, not {max_steps!r}")
         if isinstance(max_sim_runs, bool) or not isinstance(max_sim_runs, int) or max_sim_runs < 0:

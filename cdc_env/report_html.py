@@ -126,7 +126,7 @@ def load_folder(folder: Path) -> dict:
                          "stage": r.get("failed_stage"), "reason": r.get("reason") or "",
                          "cpu_s": r.get("cpu_s") or 0.0, "report": r,
                          "submission": subs.get(str(r.get("id"))), "messages": None,
-                         "batch_error": bool(r.get("batch_error"))})
+                         "batch_error": bool(r.get("batch_error")), "model": r.get("model_name_or_path")})
     return {"kind": kind, "folder": folder, "rows": [_checked(r) for r in rows], "summary": summary}
 
 
@@ -144,9 +144,15 @@ def _malformed(row: dict) -> str:
             return f"{key} is a {type(row.get(key)).__name__}, not a string"
     if row.get("messages") is not None and not isinstance(row.get("messages"), list):
         return "the transcript's messages are not a list"
+    if row.get("submission") is not None and not isinstance(row.get("submission"), str):
+        return f"the submission is a {type(row.get('submission')).__name__}, not text"
     report = row.get("report")
     if report is None:
         return ""
+    findings = report.get("findings")
+    if findings is not None and (not isinstance(findings, list)
+                                 or not all(isinstance(f, dict) for f in findings)):
+        return "findings is not a list of objects"
     seeds = report.get("seeds")
     if seeds is None:
         return ""
@@ -160,6 +166,8 @@ def _malformed(row: dict) -> str:
             if items is not None and (not isinstance(items, list)
                                       or not all(isinstance(x, dict) for x in items)):
                 return f"seeds.{str(stage)[:20]}.{key} is not a list of objects"
+            if any(isinstance(x.get("seed"), (list, dict)) for x in items or []):
+                return f"seeds.{str(stage)[:20]}.{key} has a seed that is not a number"
     return ""
 
 
@@ -171,7 +179,7 @@ def _checked(row: dict) -> dict:
         return row
     return {**row, "verdict": "invalid", "stage": None, "reason": f"malformed row: {why}", "cpu_s": 0.0,
             "report": None, "task": row["task"] if isinstance(row.get("task"), str) else "(invalid)",
-            "messages": None}
+            "messages": None, "submission": None}
 
 
 # ---------------------------------------------------------------------- page parts
@@ -247,6 +255,32 @@ def _controls_table(rows: list[dict]) -> str:
     return "".join(out) + "</table>"
 
 
+def _batch_facts(data: dict) -> str:
+    """grade-batch: the lines skipped (errors.jsonl) and the pass rate per model_name_or_path."""
+    if data["kind"] != "grade-batch":
+        return ""
+    skipped = data["summary"].get("bad_lines")
+    if not isinstance(skipped, int) or isinstance(skipped, bool):
+        skipped = len(_read_jsonl(data["folder"] / "errors.jsonl"))
+    out = [f"<p><b>{skipped}</b> input line{'' if skipped == 1 else 's'} skipped as bad lines "
+           "(not graded; each with its reason in errors.jsonl).</p>"]
+    by: dict[str, list[dict]] = {}
+    for r in data["rows"]:
+        if isinstance(r.get("model"), str) and r["model"]:
+            by.setdefault(r["model"], []).append(r)
+    if by:
+        out.append("<h2>Pass rate by model</h2><table><tr><th>model</th><th>graded</th><th>pass</th>"
+                   "<th>pass rate</th><th>other verdicts</th></tr>")
+        for model, rs in sorted(by.items()):
+            p = sum(r["verdict"] == "pass" for r in rs)
+            counts = Counter(str(r["verdict"]) for r in rs)
+            other = ", ".join(f"{esc(v)} {k}" for v, k in sorted(counts.items()) if v != "pass")
+            out.append(f'<tr><td>{esc(model)}</td><td class="n">{len(rs)}</td><td class="n">{p}</td>'
+                       f"<td>{_rate(p, len(rs))}</td><td>{other}</td></tr>")
+        out.append("</table>")
+    return "".join(out)
+
+
 def _gap(data: dict) -> str:
     if data["kind"] != "eval":
         return ""
@@ -258,7 +292,8 @@ def _gap(data: dict) -> str:
         gap = {"sim_pass_gate_decided": len(sim_pass), "gate_refused": refused,
                "rate": refused / len(sim_pass) if sim_pass else None}
     rate = gap.get("rate")
-    rate_txt = "-" if rate is None else f"{100 * float(rate):.1f}%"
+    ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
+    rate_txt = f"{100 * float(rate):.1f}%" if ok else "-"  # a hand-edited summary may hold anything
     return (f"<h2>Structural-validity gap</h2><p><b>{esc(rate_txt)}</b>: {esc(gap.get('gate_refused'))} of "
             f"{esc(gap.get('sim_pass_gate_decided'))} submissions that pass simulation are refused by "
             "the static gate (they would have scored without it).</p>")
@@ -341,7 +376,8 @@ def _transcript(messages: list) -> str:
                    + (f" <span class='muted'>{esc(m.get('name') or m.get('tool_call_id') or '')}</span>")
                    + (f"<pre>{esc(_clip(str(body)))}</pre>" if body else ""))
         for c in calls if isinstance(calls, list) else []:
-            fn = c.get("function", {}) if isinstance(c, dict) else {}
+            fn = c.get("function") if isinstance(c, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
             out.append(f"<pre>call {esc(fn.get('name'))}({esc(_clip(str(fn.get('arguments'))))})</pre>")
         out.append("</div>")
     out.append("</details>")
@@ -398,7 +434,8 @@ def render(data: dict) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{esc(title)}</h1>{head}{_pass_tables(rows) if rows else ''}{_rungs_table(rows)}"
+            f"<h1>{esc(title)}</h1>{head}{_batch_facts(data)}{_pass_tables(rows) if rows else ''}"
+            f"{_rungs_table(rows)}"
             f"{_controls_table(controls)}{_gap(data)}{_cost(data['rows'])}"
             f"{_failing(data)}{_passing_transcripts(data)}</body></html>\n")
 

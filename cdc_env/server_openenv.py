@@ -19,8 +19,11 @@ an action ``{"tool": name, "arguments": object or JSON text}``, and results
 ``{"observation": {...}, "reward": float | null, "done": bool}``. The observation holds ``text``
 (for the model) and the rest of ``CdcRepairEnv.step``'s result (``error``, budgets,
 ``episode_id``; after reset ``task``, ``editable``, ``tools`` with the OpenAI tool definitions and
-``system_prompt``; on the last step ``report``, the grade report, which is for the harness and
-must not reach the model). ``reward`` is null until the step that ends the episode, then 1.0 or 0.0.
+``system_prompt``; on the last step ``verdict``, the grade's one word) -- never the grade report:
+an OpenEnv observation and an MCP result are model-facing, so the report (hidden seeds, their
+outcomes, the gate's findings) is only at the harness's own route ``GET /v1/episodes/{id}/report``,
+authenticated like every other. ``reward`` is null until the step that ends the episode, then 1.0
+or 0.0.
 
 Episodes are the server's own (``EnvServer``): the same cap, idle time-out, worker pool and
 sandbox as ``/v1/episodes``. Unlike OpenEnv's stock HTTP routes, ours are not stateless:
@@ -34,8 +37,9 @@ that sends the header).
 MCP (``POST /openenv/mcp``): ``tools/list`` gives the five tools with ``inputSchema`` exactly
 ``tools/*.json``'s parameters; ``tools/call`` needs a ``session_id`` from
 ``openenv/session/create`` (params: the reset data above), and returns the observation text as
-its content, ``isError`` for a refused call, and ``reward``/``done``/``report`` in
-``structuredContent``. Errors are JSON-RPC error objects (HTTP 200).
+its content, ``isError`` for a refused call, and ``reward``/``done``/``error``/``verdict`` in
+``structuredContent`` (what the agent may see; the report: ``GET /v1/episodes/{id}/report``).
+Errors are JSON-RPC error objects (HTTP 200).
 
 Not covered: OpenEnv's production mode (no ``/reset``), MCP over the WebSocket.
 """
@@ -75,8 +79,8 @@ OBSERVATION_SCHEMA = {
     "properties": {"text": {"type": "string", "description": "the text for the model"},
                    "episode_id": {"type": "string"},
                    "error": {"type": ["string", "null"]},
-                   "report": {"type": ["object", "null"],
-                              "description": "the grade report on the last step (not for the model)"}},
+                   "verdict": {"type": ["string", "null"],
+                               "description": "the grade's verdict word on the step that ends the episode"}},
 }
 STATE_SCHEMA = {
     "type": "object", "required": ["episode_id", "step_count"],
@@ -85,12 +89,15 @@ STATE_SCHEMA = {
 
 
 def _result(eid: str, res: dict, first: bool = False) -> dict:
-    """CdcRepairEnv's result dict -> OpenEnv's {"observation", "reward", "done"}."""
+    """CdcRepairEnv's result dict -> OpenEnv's {"observation", "reward", "done"}: model-facing, so
+    the grade report is left out (the verdict word stays; the report is GET /v1/episodes/{id}/report)."""
     obs = {"text": res["observation"], "episode_id": eid,
            **{k: v for k, v in res.items() if k not in ("observation", "reward", "done", "tools",
-                                                         "episode_id", "idle_timeout_s")}}
+                                                         "episode_id", "idle_timeout_s", "report")}}
     if first:
         obs.update(tools=tools.tool_definitions(), system_prompt=AGENT_SYSTEM_PROMPT)
+    else:
+        obs["verdict"] = None if res.get("report") is None else res["report"]["verdict"]
     reward = None if res.get("reward") is None else float(res["reward"])
     return {"observation": obs, "reward": reward, "done": bool(res["done"])}
 
@@ -133,6 +140,14 @@ class _Session:
                 "steps_left": env.max_steps - env.steps_used,
                 "sim_runs_left": env.max_sim_runs - env.sim_runs_used}
 
+    async def close(self, eid: str) -> None:
+        """Close a live episode, or one already closed (idempotent); an id this server never issued
+        or that expired is an ApiError (404 / 410), never a quiet ``closed``."""
+        if eid in self.server.episodes:
+            await self.server.close(eid)
+        elif self.server.ended.get(eid) != "closed":
+            self.server._gone(eid)
+
     async def end(self, eid: str | None) -> None:
         if eid is not None and eid in self.server.episodes:
             await self.server.close(eid)
@@ -172,9 +187,10 @@ def include_openenv(app: FastAPI) -> None:
     async def oe_mcp(request: Request) -> JSONResponse:
         """MCP JSON-RPC 2.0 (initialize, tools/list, tools/call, openenv/session/create|close)."""
         try:
-            msg = json.loads(await request.body() or b"null")
-        except ValueError:
-            return JSONResponse(_rpc_error(None, -32700, "parse error: the body is not JSON"))
+            msg = json.loads(await request.body() or b"null", parse_constant=_no_constant)
+        except ValueError as exc:
+            why = str(exc) if isinstance(exc, _NotJson) else "the body is not JSON"
+            return JSONResponse(_rpc_error(None, -32700, f"parse error: {why}"))
         return JSONResponse(await mcp_call(session, msg))
 
     @app.post(f"{PREFIX}/reset", tags=["openenv"], responses=_ERROR_RESPONSES)
@@ -303,6 +319,22 @@ def openenv_openapi(app: FastAPI) -> dict:
 MCP_PROTOCOL = "2025-06-18"
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> None:
+    """``NaN``, ``Infinity`` and ``-Infinity``: Python's json reads them, JSON has no such values."""
+    raise _NotJson(f"{name} is not a JSON value")
+
+
+def _valid_id(rid: Any) -> bool:
+    """A JSON-RPC id this server answers to: a string, an integer or null (JSON-RPC 2.0: ids
+    should not be fractional; a float such as 1e400, which Python reads as inf, is refused)."""
+    return rid is None or (isinstance(rid, (str, int)) and not isinstance(rid, bool)
+                           and (not isinstance(rid, str) or len(rid) <= 200))
+
+
 def _rpc_error(rid: Any, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
@@ -315,12 +347,16 @@ def mcp_tools() -> list[dict]:
 
 async def mcp_call(session: _Session, msg: Any) -> dict:
     """One MCP JSON-RPC request -> its response (errors as JSON-RPC error objects, never raised)."""
+    if isinstance(msg, dict) and not _valid_id(msg.get("id")):
+        return _rpc_error(None, -32600, "invalid request: the id must be a string (at most 200 "
+                                        "characters), an integer or null")
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
         return _rpc_error(msg.get("id") if isinstance(msg, dict) else None, -32600,
                           'invalid request: {"jsonrpc": "2.0", "method": ..., "params": {...}, "id": ...}')
     rid, method, params = msg.get("id"), msg["method"], msg.get("params") or {}
     if not isinstance(params, dict):
         return _rpc_error(rid, -32602, "params must be an object")
+    params = {k: v for k, v in params.items() if k != "_meta"}  # MCP's reserved metadata field
     try:
         if method == "initialize":
             result: dict = {"protocolVersion": MCP_PROTOCOL, "capabilities": {"tools": {}},
@@ -328,11 +364,14 @@ async def mcp_call(session: _Session, msg: Any) -> dict:
         elif method == "tools/list":
             result = {"tools": mcp_tools()}
         elif method == "openenv/session/create":
-            eid, _ = await session.reset({k: v for k, v in params.items() if k in _RESET_KEYS})
+            eid, _ = await session.reset(params)  # a misspelt field is refused, never dropped
             result = {"session_id": eid}
         elif method == "openenv/session/close":
-            await session.end(str(params.get("session_id") or ""))
-            result = {"session_id": params.get("session_id"), "closed": True}
+            sid = params.get("session_id")
+            if not isinstance(sid, str) or not sid:
+                return _rpc_error(rid, -32602, "openenv/session/close needs a session_id")
+            await session.close(sid)
+            result = {"session_id": sid, "closed": True}
         elif method == "tools/call":
             eid = params.get("session_id")
             if not isinstance(eid, str) or not eid:
@@ -343,7 +382,7 @@ async def mcp_call(session: _Session, msg: Any) -> dict:
             result = {"content": [{"type": "text", "text": obs["text"]}],
                       "isError": obs.get("error") is not None,
                       "structuredContent": {"reward": out["reward"], "done": out["done"],
-                                            "error": obs.get("error"), "report": obs.get("report")}}
+                                            "error": obs.get("error"), "verdict": obs.get("verdict")}}
         else:
             return _rpc_error(rid, -32601, f"unknown method {method[:60]!r} (initialize, tools/list, "
                                            "tools/call, openenv/session/create, openenv/session/close)")

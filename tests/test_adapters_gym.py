@@ -93,3 +93,33 @@ def test_async_vector_env_with_shared_memory_off():
         assert list(reward) == [0.0, 0.0] and not any(term) and all("synchron" in o.lower() for o in obs)
     finally:
         envs.close()
+
+
+def test_the_readme_example_runs_as_written_in_a_fresh_interpreter():
+    """The README's Gymnasium block, in a new interpreter that has not imported the adapter: check_env
+    passes and the episode reaches reward 1 (issue 37)."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    block = re.search(r"### Gymnasium\n\n```python\n(.*?)```", readme, re.S).group(1)
+    assert "import cdc_env.adapters" not in block
+    p = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", block], capture_output=True,
+                       text=True, timeout=600, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split()[:3] == ["1.0", "True", "pass"], p.stdout
+
+
+def test_every_control_has_an_id():
+    from cdc_env.task import control_ids
+
+    assert {f"cdc_env/{c}" for c in control_ids()} <= set(gym.registry)
+    env = gym.make("cdc_env/handshake_control", hidden=0)
+    obs, _ = env.reset(seed=0)
+    assert obs.startswith("Task: handshake"), obs[:80]
+    assert env.unwrapped.env.task.control
+    env.close()

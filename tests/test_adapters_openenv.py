@@ -39,7 +39,8 @@ def test_openenv_client_over_websocket_to_reward_1(server):
         r = env.step({"tool": "write", "arguments": {"path": task.editable, "content": task.reference_text}})
         assert r.observation["error"] is None and r.reward is None and not r.done
         r = env.step({"tool": "submit", "arguments": {}})
-        assert r.done and r.reward == 1.0 and r.observation["report"]["verdict"] == "pass"
+        assert r.done and r.reward == 1.0 and r.observation["verdict"] == "pass"
+        assert "report" not in r.observation  # the harness's: GET /v1/episodes/{id}/report
         assert env.state()["step_count"] == 2
     # the session's episode ended with its connection
     assert obs["episode_id"] not in server.state.episodes
@@ -330,3 +331,31 @@ def test_the_stock_client_with_a_token_reaches_reward_1():
         with pytest.raises(ConnectionError):
             with TokenEnvClient(f"{srv.url}/openenv", token="wrong").sync() as env:
                 env.reset(task="event")
+
+
+def test_mcp_refuses_bad_ids_misspelt_fields_and_unknown_sessions(server):
+    """JSON-RPC errors, never a 500: ids that are NaN, Infinity, 1e400 (inf), an object; a misspelt
+    reset field; closing a session that never existed."""
+    with httpx.Client(base_url=f"{server.url}/openenv", timeout=120) as c:
+        for raw in ('{"jsonrpc": "2.0", "id": NaN, "method": "tools/list"}',
+                    '{"jsonrpc": "2.0", "id": Infinity, "method": "tools/list"}',
+                    '{"jsonrpc": "2.0", "id": 1e400, "method": "tools/list"}',
+                    '{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}',
+                    '{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}'):
+            r = c.post("/mcp", content=raw.encode(), headers={"Content-Type": "application/json"})
+            assert r.status_code == 200, (raw, r.status_code, r.text[:300])
+            err = r.json()
+            assert err["id"] is None and err["error"]["code"] in (-32700, -32600), (raw, err)
+
+        def rpc(method: str, **params) -> dict:
+            body = {"jsonrpc": "2.0", "id": "a", "method": method, "params": params}
+            return c.post("/mcp", json=body).json()
+
+        err = rpc("openenv/session/create", task="handshake", hiden=2)["error"]
+        assert "unknown reset field(s): hiden" in err["message"]
+        err = rpc("openenv/session/close", session_id="never-issued")["error"]
+        assert "no such episode" in err["message"]
+        sid = rpc("openenv/session/create", task="handshake", _meta={"progressToken": 1})
+        sid = sid["result"]["session_id"]
+        assert rpc("openenv/session/close", session_id=sid)["result"]["closed"] is True
+        assert rpc("openenv/session/close", session_id=sid)["result"]["closed"] is True  # idempotent

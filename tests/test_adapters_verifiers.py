@@ -35,6 +35,15 @@ def test_taskset_loads_every_task_with_the_public_prompts():
     assert first.data.system_prompt == AGENT_SYSTEM_PROMPT
 
 
+def test_a_taskset_with_no_rung_is_refused_not_empty():
+    from pydantic import ValidationError
+
+    from cdc_env.adapters.verifiers import CdcTasksetConfig
+
+    with pytest.raises(ValidationError, match="rungs"):
+        CdcTasksetConfig(id="cdc-env-verifiers", rungs=[])
+
+
 UV = pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(),
                         reason="uv is missing (the null harness runs its chat program with it)")
 

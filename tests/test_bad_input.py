@@ -91,3 +91,69 @@ def test_results_page_renders_malformed_rows_as_invalid(tmp_path):
     out = subprocess.run([sys.executable, "-m", "cdc_env.cli", "report", str(tmp_path), "--html"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-500:]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kw", [{"task_dir": "x" * 5000}, {"sim": "y" * 5000}, {"hidden": "y" * 5000},
+                                {"max_steps": "z" * 5000}, {"rung": "r" * 5000}])
+def test_an_error_quotes_at_most_a_little_of_the_input(kw):
+    """CdcRepairEnv's errors cut what they quote of the caller's input (issue 37)."""
+    from cdc_env.env import CdcRepairEnv
+
+    with pytest.raises(CdcError) as err:
+        CdcRepairEnv(**{"task_dir": "handshake", **kw})
+    assert len(str(err.value)) < 600, len(str(err.value))
+
+
+@pytest.mark.parametrize("argv", [["show", "handshake", "--rung", "r" * 50_000], ["show", "t" * 50_000],
+                                  ["grade", "t" * 50_000, "x.v"]])
+def test_the_cli_quotes_at_most_a_little_of_the_input(argv):
+    out = subprocess.run([sys.executable, "-m", "cdc_env.cli", *argv], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and len(out.stderr) < 600 and "Traceback" not in out.stderr, out.stderr[:300]
+
+
+def test_short_messages_are_never_cut():
+    from cdc_env.errors import clip_quoted
+
+    msg = "can't read the file: " + "x" * 100 + " -- it's gone"
+    assert clip_quoted(msg) == msg
+    long = "unknown task '" + "x" * 500 + "' (known: a, b)"
+    assert clip_quoted(long) == "unknown task '" + "x" * 80 + "...' (500 characters) (known: a, b)"
+
+
+def _eval_folder(path, trajectory: dict, summary: object = None) -> None:
+    path.mkdir()
+    traj = {"messages": [], "report": None, "submission": "x", **trajectory}
+    (path / "t.json").write_text(json.dumps(traj))
+    row = {"task": "handshake", "sample": 0, "label": "fail", "mode": "agentic", "grade_cpu_s": 0.1,
+           "trajectory": "t.json"}
+    (path / "results.jsonl").write_text(json.dumps(row) + "\n")
+    if summary is not None:
+        (path / "summary.json").write_text(json.dumps(summary))
+
+
+def test_results_page_survives_more_kinds_of_malformed_row(tmp_path):
+    """Findings that are not a list of objects, a seed that is a list or an object, a tool call
+    whose function is text, a submission that is a number, a gap rate that is text (issue 37:
+    each was a traceback)."""
+    from cdc_env.report_html import write_report
+
+    base = {"id": "a", "task": "handshake", "verdict": "fail", "failed_stage": "visible", "reason": "r",
+            "cpu_s": 0.1}
+    batch = {"findings-text": {"findings": "abc"}, "findings-dict": {"findings": {"a": 1}},
+             "findings-ints": {"findings": [1, 2]},
+             "seed-list": {"seeds": {"visible": {"failed": [{"seed": [1]}], "results": [{"seed": [1]}]}}},
+             "seed-dict": {"seeds": {"visible": {"failed": [{"seed": {}}]}}}}
+    for name, change in batch.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text(json.dumps({**base, **change}) + "\n")
+    call = {"role": "assistant", "tool_calls": [{"function": "x"}]}
+    _eval_folder(tmp_path / "call-text", {"messages": [call]})
+    _eval_folder(tmp_path / "submission-int", {"submission": 5})
+    _eval_folder(tmp_path / "gap-text", {}, {"structural_gap": {"rate": "abc"}})
+    _eval_folder(tmp_path / "gap-object", {}, {"structural_gap": {"rate": {}}})
+    for folder in sorted(p for p in tmp_path.iterdir() if p.is_dir()):
+        page = write_report(folder).read_text()
+        if folder.name in batch or folder.name == "submission-int":
+            assert "malformed row" in page, folder.name

@@ -293,7 +293,7 @@ def test_swebench_fields_are_ours():
     job = parse_line(json.dumps({"instance_id": "x-1", "task": "event", "model_patch": "d"}), 1, sim="icarus",
                      hidden=2, known_tasks=known)
     assert (job.id, job.task) == ("x-1", "event")
-    for obj, reason in [({"instance_id": "astropy__astropy-1", "model_patch": "d"}, "no task"),
+    for obj, reason in [({"instance_id": "astropy__astropy-1", "model_patch": "d"}, "unknown task 'astropy'"),
                         ({"instance_id": "handshake__1", "id": "a", "model_patch": "d"},
                          "both instance_id and id"),
                         ({"instance_id": "handshake__1", "model_patch": "d", "model_name_or_path": 3},
@@ -453,3 +453,84 @@ def test_quiet_keeps_rays_info_lines_off():
 
     assert make_backend(ray="local", quiet=True).init_kwargs == {"logging_level": logging.WARNING}
     assert make_backend(ray="local").init_kwargs == {}
+
+
+# ---------------------------------------------------------------- a user's first week (issue 37)
+
+def _bad_text_lines() -> list[str]:
+    """Lines with a lone surrogate in each text field (json.dumps writes it as the escape "\\ud800")."""
+    return [json.dumps({"id": "sur-sub", "task": "handshake", "submission": "\ud800"}),
+            json.dumps({"instance_id": "handshake__sur-patch", "model_patch": "x\ud800"}),
+            json.dumps({"instance_id": "handshake__sur-model", "model_patch": "x",
+                        "model_name_or_path": "m\ud800"}),
+            json.dumps({"id": "sur-id\ud800", "task": "handshake", "submission": "x"})]
+
+
+@needs_icarus
+def test_a_lone_surrogate_is_a_bad_line_and_nothing_else_is_lost(tmp_path):
+    """Each text field holding "\\ud800" makes its line a bad line; every good line is graded and
+    the summary (json and md) is written."""
+    pred = tmp_path / "p.jsonl"
+    want = write_predictions(pred, _bad_text_lines())
+    run = BatchRun(pred, tmp_path / "o", hidden=2, progress=False)
+    s = run_batch(run, LocalPool(workers=1))
+    assert s["graded"] == len(want) and s["bad_lines"] == 4
+    assert {k: r["verdict"] for k, r in load_results(tmp_path / "o" / "results.jsonl").items()} == want
+    errors = [json.loads(x) for x in (tmp_path / "o" / "errors.jsonl").read_text().splitlines()]
+    assert [e["line"] for e in errors] == [5, 6, 7, 8]
+    assert all("not Unicode text" in e["reason"] for e in errors), errors
+    assert "graded 4 of 8 lines" in (tmp_path / "o" / "summary.md").read_text()
+
+
+def test_the_model_is_the_graded_lines_never_a_bad_or_duplicate_lines(tmp_path):
+    from cdc_env.batch import read_models
+
+    good = {"instance_id": "handshake__a", "model_patch": "x", "model_name_or_path": "right"}
+    pred = tmp_path / "p.jsonl"
+    pred.write_text("\n".join(json.dumps(o) for o in [
+        {**good, "model_name_or_path": "wrong-bad", "hiden": 3},  # a bad line naming the id first
+        good,
+        {**good, "model_name_or_path": "wrong-dup"},  # a later duplicate
+        {"instance_id": "handshake__b", "model_patch": "x", "model_name_or_path": "only-bad", "sim": "nope"},
+    ]) + "\n")
+    assert read_models(pred, {"handshake"}) == {"handshake__a": "right"}
+
+
+def test_swebench_terms_unknown_task_null_patch_and_a_json_list(tmp_path):
+    known = {"handshake"}
+    with pytest.raises(ValueError, match="unknown task 'nosuch'"):
+        parse_line(json.dumps({"instance_id": "nosuch__1", "model_patch": "d"}), 1, sim="icarus", hidden=2,
+                   known_tasks=known)
+    job = parse_line(json.dumps({"instance_id": "handshake__1", "model_patch": None}), 1, sim="icarus",
+                     hidden=2, known_tasks=known)
+    assert job.submission == ""
+    from cdc_env.batch import iter_predictions
+
+    preds = [{"instance_id": "handshake__1", "model_patch": "d", "model_name_or_path": "m"},
+             {"instance_id": "nosuch__2", "model_patch": "d"}]
+    for name, text in (("preds.json", json.dumps(preds, indent=2)),
+                       ("by_id.json", json.dumps({p["instance_id"]: p for p in preds}))):
+        (tmp_path / name).write_text(text)
+        items = list(iter_predictions(tmp_path / name, sim="icarus", hidden=2, known_tasks=known))
+        assert isinstance(items[0], GradeJob) and items[0].id == "handshake__1"
+        assert (items[1].line, items[1].id) == (2, "nosuch__2") and "unknown task" in items[1].reason
+
+
+@needs_icarus
+def test_swebench_report_ids_and_run_id(tmp_path):
+    """A JSON-list preds.json through the CLI: resolved/unresolved/error ids and the run id."""
+    hs = load_task("handshake")
+    preds = [{"instance_id": "handshake__fix", "model_patch": hs.reference_text, "model_name_or_path": "m"},
+             {"instance_id": "handshake__null", "model_patch": None, "model_name_or_path": "m"},
+             {"instance_id": "nosuch__1", "model_patch": "d", "model_name_or_path": "m"}]
+    pred = tmp_path / "preds.json"
+    pred.write_text(json.dumps(preds))
+    p = run_cli("grade-batch", str(pred), "--out", str(tmp_path / "o"), "--workers", "1", "--hidden", "2",
+                "--run_id", "week1", "--json")
+    assert p.returncode == 0, p.stderr
+    s = json.loads(p.stdout)
+    assert (s["resolved_ids"], s["unresolved_ids"], s["error_ids"]) == (
+        ["handshake__fix"], ["handshake__null"], ["nosuch__1"])
+    assert s["run_id"] == json.loads((tmp_path / "o" / "run.json").read_text())["run_id"] == "week1"
+    null = load_results(tmp_path / "o" / "results.jsonl")["handshake__null"]
+    assert (null["verdict"], null["reward"]) == ("refused", 0)

@@ -424,3 +424,38 @@ def test_leaking_harness_is_caught_when_the_sample_is_part_of_the_stage(hs, tmp_
     run = stage.run_stage(sim, leaky, hs, seeds, settle=True, design_text=hs.reference_text)
     assert run.mode == "one-at-a-time" and "every seed ran on its own" in run.reason
     assert "the shuffled re-run gave" in run.reason or "the seed alone gave" in run.reason, run.reason
+
+
+def test_the_icarus_fit_has_a_fixed_part_from_two_seed_counts():
+    """Icarus at 8+32 and 8+200 give a line (issue 37): its slope per seed, its intercept beyond
+    the build the fixed part. One count alone spread the fixed part over 40 seeds and priced
+    Icarus high at 8+200 (on the reset family: 1.81 predicted, 1.49 measured)."""
+    import copy
+
+    from cdc_env.cost import fit_model
+    from cdc_env.grade import grade
+
+    hs = load_task("handshake")
+    real = grade(hs, hs.reference_text, hidden=0)  # a real report, its CPU figures set below
+
+    def rep(total: float, build: float) -> dict:
+        r = copy.deepcopy(real)
+        r["cpu_s"] = total
+        for st in r["stages"]:
+            st["cpu_s"] = {"gate": 0.1, "build": build}.get(st["name"], 0.0)
+        return r
+
+    fixed, seed, build = 0.3, 0.005, 0.03
+    ic32 = [rep(0.1 + build + fixed + 40 * seed, build)]
+    ic200 = [rep(0.1 + build + fixed + 208 * seed, build)]
+    v = [rep(0.1 + 1.2 + 208 * 0.004, 1.2)]
+    m = fit_model(ic32, v, v, ic200=ic200, n_visible=8, source="test")
+    assert abs(m.icarus_fixed - fixed) < 1e-4 and abs(m.icarus_seed - seed) < 1e-5
+    assert abs(m.icarus(8, 200) - (build + fixed + 208 * seed)) < 1e-3
+    one = fit_model(ic32, v, v, n_visible=8, source="test")  # the old fit: no fixed part
+    assert one.icarus_fixed == 0.0 and one.icarus(8, 200) > m.icarus(8, 200) * 1.5
+
+
+def test_the_shipped_models_have_the_two_count_icarus_fit():
+    doc = json.loads(costmodel.SHIPPED_MODELS.read_text())
+    assert all("icarus_fixed" in m for m in doc["models"].values()), "run cdc-env cost --ship"

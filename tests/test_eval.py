@@ -162,11 +162,16 @@ def test_the_report_never_reaches_the_model(tmp_path):
         report = traj["report"]
         assert report is not None
         leaks = [report["submission_sha256"], "submission_sha256", "failed_stage", "cdc_env_version",
-                 "overfit", *(f["message"] for f in report["findings"])]
+                 "overfit", *(f["message"] for f in report["findings"]),
+                 *(str(r["seed"]) for r in report["seeds"].get("hidden", {}).get("results") or [])]
         if report["reason"]:
             leaks.append(report["reason"])
         assert [s for s in leaks if s in sent] == [], row["model"]
     assert any(f for r in rows for f in r["findings"])  # the hack's finding existed to leak
+    hidden_seeds = [r["seed"] for row in rows
+                    for r in json.loads((tmp_path / row["model"] / row["trajectory"]).read_text())
+                    ["report"]["seeds"].get("hidden", {}).get("results") or []]
+    assert len(hidden_seeds) >= HIDDEN  # and the correct fix's hidden seed numbers
 
 
 def test_resume_adds_no_duplicate_rows(server, tmp_path):
@@ -386,3 +391,14 @@ def test_cli_eval_takes_stream():
     args = build_parser("eval").parse_args(["eval", "--mode", "oneshot", "--base-url", "http://127.0.0.1:1/v1",
                                             "--model", "m", "--out", "o", "--stream"])
     assert args.stream is True
+
+
+def test_sim_auto_is_accepted_like_grade_and_grade_batch(server, tmp_path):
+    """--sim auto: each grade on the cheaper simulator; the metadata names every one it may choose."""
+    row = only(run(server, tmp_path, "oneshot-correct", sim="auto")[0])
+    assert (row["reward"], row["label"]) == (1, "pass")
+    meta = json.loads((tmp_path / "oneshot-correct" / "metadata.json").read_text())
+    assert meta["simulator"]["name"] == "auto" and set(meta["simulator"]["versions"]) >= {"icarus"}
+    p = subprocess.run([sys.executable, "-m", "cdc_env.cli", "eval", "--help"], capture_output=True,
+                       text=True)
+    assert "auto" in p.stdout

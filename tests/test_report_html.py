@@ -174,3 +174,25 @@ def test_histogram_axis_labels_stay_inside_the_picture():
     labels = re.findall(pattern, svg)
     assert [(a, t) for _, a, t in labels] == [("start", "0"), ("middle", "6.17"), ("end", "12.3")]
     assert all(float(x) <= 640 for x, _, _ in labels)
+
+
+def test_batch_page_has_the_per_model_table_and_the_skipped_lines(tmp_path):
+    """What summary.md has, the page has too: pass rate per model_name_or_path, and how many input
+    lines were skipped as bad lines (issue 37)."""
+    if shutil.which("iverilog") is None:
+        pytest.skip("iverilog is not installed")
+    hs = load_task("handshake")
+    a = {"model_name_or_path": "model-a"}
+    lines = [{"instance_id": "handshake__a", "model_patch": hs.reference_text, **a},
+             {"instance_id": "handshake__b", "model_patch": hs.defective_text, "model_name_or_path": EVIL},
+             {"instance_id": "handshake__c", "model_patch": "x", **a, "hiden": 1},
+             {"instance_id": "nosuch__d", "model_patch": "x"}]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    run_batch(BatchRun(tmp_path / "p.jsonl", tmp_path / "out", hidden=2, progress=False), LocalPool(1))
+    page = render(load_folder(tmp_path / "out"))
+    t = parse(page)
+    assert "script" not in t.tags and "img" not in t.tags
+    text = "".join(t.text)
+    assert "Pass rate by model" in text and "2 input lines skipped" in text
+    assert "model-a" in text
+    assert EVIL in text  # the model name shown as text

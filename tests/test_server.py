@@ -497,3 +497,80 @@ def test_grade_dash_reads_at_most_the_limit_plus_one_byte():
                           input=b"x" * (MAX_BYTES * 4), capture_output=True, timeout=120)
     out = json.loads(proc.stdout)
     assert out["verdict"] == "refused" and f"{MAX_BYTES + 1} bytes" in out["reason"]
+
+
+def test_one_hidden_default_on_every_environment_front_end():
+    """CdcRepairEnv, gym, verifiers, ServerConfig and `cdc-env serve` all default to
+    env.DEFAULT_HIDDEN (serve defaulted to all while the env took 32: issue 37)."""
+    import inspect
+
+    from cdc_env.cli import build_parser
+    from cdc_env.env import DEFAULT_HIDDEN, CdcRepairEnv
+    from cdc_env.server.config import ServerConfig
+
+    assert inspect.signature(CdcRepairEnv).parameters["hidden"].default == DEFAULT_HIDDEN
+    assert ServerConfig(tasks=resolve_tasks(["handshake"])).hidden == DEFAULT_HIDDEN
+    args = build_parser("serve").parse_args(["serve", "--tasks", "handshake"])
+    assert str(args.hidden) == str(DEFAULT_HIDDEN)
+    import importlib
+
+    def gym_default(m):
+        return inspect.signature(m.CdcGymEnv).parameters["hidden"].default
+
+    def verifiers_default(m):
+        return m.CdcTasksetConfig.model_fields["hidden"].default
+
+    for module, get in (("cdc_env.adapters.gym", gym_default),
+                        ("cdc_env.adapters.verifiers", verifiers_default)):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        assert get(mod) == DEFAULT_HIDDEN, module
+
+
+def test_liveness_needs_no_token_and_a_form_body_is_told_the_header():
+    """GET /v1/live (and OpenEnv's /openenv/health) answer without the token and say nothing else;
+    a body sent as a form (curl -d without -H) or with no Content-Type gets 415 naming the header
+    (it was a 422 'Input should be a valid dictionary': issue 37)."""
+    cfg = ServerConfig(tasks=resolve_tasks(["handshake"]), workers=1, token="tok")
+    with serve_in_thread(cfg) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        assert c.get("/v1/live").json() == {"status": "ok"}
+        assert c.get("/openenv/health").status_code == 200
+        assert c.get("/v1/health").status_code == 401 and c.post("/v1/live").status_code == 401
+        auth = {"Authorization": "Bearer tok"}
+        for ctype in ("application/x-www-form-urlencoded", "text/plain", None):
+            headers = {**auth, **({"Content-Type": ctype} if ctype else {})}
+            r = c.post("/v1/episodes", content=b'{"task": "handshake"}', headers=headers)
+            assert r.status_code == 415 and "Content-Type: application/json" in r.json()["error"]["message"]
+        ok = {**auth, "Content-Type": "application/json; charset=utf-8"}
+        assert c.post("/v1/episodes", content=b'{"task": "handshake"}', headers=ok).status_code == 201
+        doc = c.get("/openapi.json", headers=auth).json()
+        assert doc["paths"]["/v1/live"]["get"]["security"] == []
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("jq") is None,
+                    reason="curl or jq is missing")
+def test_the_readme_curl_episode_runs_as_written_to_reward_1(tmp_path):
+    """The README's shell block (its port made free): it waits on /v1/live, writes a fix with
+    jq --rawfile, submits for reward 1, fetches the verdict from the report route and closes."""
+    import re
+    import socket
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    (tmp_path / "tasks").symlink_to(root / "tasks")  # the block runs from a checkout's folder
+    block = re.search(r"### Over HTTP.*?```sh\n(.*?)```", readme, re.S).group(1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    block = block.replace("8765", str(port))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(root)}
+    script = f"set -e\n{block}\nkill %1; wait\n"
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env=env)
+    assert p.returncode in (0, 143), p.stderr[-2000:]
+    out = p.stdout
+    assert '"reward": 1' in out and '"done": true' in out, out[-2000:]
+    assert "\npass\n" in out and out.rstrip().endswith("true"), out[-800:]

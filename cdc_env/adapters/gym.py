@@ -1,9 +1,10 @@
 """A Gymnasium environment over ``CdcRepairEnv``: text observations, tool calls as actions.
 
     import gymnasium as gym
-    import cdc_env.adapters.gym  # registers cdc_env/<task> for every public task, and cdc_env/fifo
+    env = gym.make("cdc_env.adapters.gym:cdc_env/handshake")   # gymnasium imports the module first
 
-    env = gym.make("cdc_env/handshake")
+    # or: import cdc_env.adapters.gym (registers cdc_env/<task> for every public task, every no-bug
+    # control -- cdc_env/handshake_control ... -- and cdc_env/fifo), then gym.make("cdc_env/handshake")
     obs, info = env.reset(seed=0)               # obs: the task prompt; info["tools"]: the tool schemas
     obs, reward, terminated, truncated, info = env.step({"tool": "read", "arguments": {"path": "hs_top.v"}})
 
@@ -58,7 +59,7 @@ from ..env import DEFAULT_HIDDEN, CdcRepairEnv
 from ..errors import CdcError
 from ..prompts import AGENT_SYSTEM_PROMPT
 from ..rungs import check_rung
-from ..task import Task, list_tasks, load_task
+from ..task import Task, control_ids, list_tasks, load_task
 from ..tools import TOOL_NAMES
 
 MAX_TEXT = 1 << 20  # characters: more than any observation the environment produces
@@ -248,9 +249,12 @@ def _parse_action(action: Any) -> tuple[object, object]:
 
 
 def register_envs() -> list[str]:
-    """Register ``cdc_env/<task>`` for every public task and ``cdc_env/fifo`` (generated variants)."""
+    """Register ``cdc_env/<task>`` for every public task, every no-bug control and ``cdc_env/fifo``
+    (generated variants). Gymnasium 1.x has no plugin entry point (0.x's ``gymnasium.envs`` group
+    was removed in 1.0): its way to make without importing first is the ``"module:id"`` form,
+    ``gym.make("cdc_env.adapters.gym:cdc_env/handshake")``."""
     ids = []
-    for name in [t.id for t in list_tasks()] + ["fifo"]:
+    for name in [t.id for t in list_tasks()] + list(control_ids()) + ["fifo"]:
         env_id = f"cdc_env/{name}"
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point="cdc_env.adapters.gym:CdcGymEnv", kwargs={"task": name},

@@ -201,8 +201,8 @@ class CdcTasksetConfig(vf.TasksetConfig):
     max_steps: int = 30
     max_sim_runs: int = 6
     sim: str = "icarus"
-    rungs: list[Literal["full", "symptom", "minimal"]] = Field(default_factory=lambda: ["full"])
-    """Information rungs: one task per task id and rung."""
+    rungs: list[Literal["full", "symptom", "minimal"]] = Field(default_factory=lambda: ["full"], min_length=1)
+    """Information rungs: one task per task id and rung (at least one: no rung would load no task)."""
     task: CdcTaskConfig = CdcTaskConfig()
 
 

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from .._version import __version__
-from ..errors import EXIT_USAGE, CdcError
+from ..errors import EXIT_USAGE, CdcError, clip_quoted
 
 # Every command family has its module in this package: name -> (module, one-line help). Each
 # module defines register(subparsers). Only the chosen command's module is imported, so
@@ -38,6 +38,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "standin": ("cdc_env.cli.eval", "serve the stand-in model (scripted replies) on 127.0.0.1"),
     "grade-batch": ("cdc_env.cli.batch", "grade a JSONL predictions file on a local pool or a Ray cluster"),
     "report": ("cdc_env.cli.batch", "write a results page for a grade-batch or eval folder"),
+    "export": ("cdc_env.cli.export", "write the tasks in another framework's format (harbor)"),
 }
 
 # Commands that need an optional extra: name -> (extra, modules it provides).
@@ -48,8 +49,8 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        print(f"cdc-env: {message}", file=sys.stderr)
+    def error(self, message: str) -> None:  # one line, exit 2 (what it quotes of the input cut)
+        print(f"cdc-env: {clip_quoted(message)}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except CdcError as exc:
-        print(f"cdc-env: {exc}", file=sys.stderr)
+        print(f"cdc-env: {clip_quoted(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("cdc-env: interrupted", file=sys.stderr)

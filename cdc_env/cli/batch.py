@@ -38,7 +38,7 @@ def cmd_grade_batch(args: argparse.Namespace) -> int:
                            quiet=args.quiet)
     show = not args.json and not args.quiet or args.progress
     run = BatchRun(Path(args.predictions), Path(args.out), sim=args.sim, hidden=hidden,
-                   resume=args.resume, on_bad_line=bad_line, progress=show)
+                   resume=args.resume, on_bad_line=bad_line, progress=show, run_id=args.run_id)
     try:
         summary = run_batch(run, backend)
     except CdcError as exc:
@@ -95,7 +95,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("grade-batch", help="grade a JSONL predictions file on a local pool or a Ray cluster")
     s.add_argument("predictions", help='JSONL: {"id", "task", "submission"} plus optional "sim", "hidden", '
-                   '"meta"; or SWE-bench\'s {"instance_id", "model_patch", "model_name_or_path"}')
+                   '"meta"; or SWE-bench\'s {"instance_id", "model_patch", "model_name_or_path"}, '
+                   "one a line or as a JSON list (preds.json)")
     s.add_argument("--out", required=True, metavar="DIR",
                    help="results folder (results.jsonl, errors.jsonl, summary.json/.md)")
     add_backend_options(s, workers_default="one per CPU")
@@ -104,6 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--hidden", default="all", metavar="N|all",
                    help="hidden seeds for lines that do not say (default all)")
     s.add_argument("--resume", action="store_true", help="keep the results in --out; grade only the rest")
+    s.add_argument("--run_id", "--run-id", dest="run_id", metavar="ID",
+                   help="a name for the run (SWE-bench's --run_id), kept in run.json and summary.json")
     s.add_argument("--progress", action="store_true", help="show progress even with --json")
     s.add_argument("--quiet", action="store_true", help="no progress, bad-line messages or Ray INFO")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")

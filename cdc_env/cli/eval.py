@@ -117,7 +117,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, metavar="DIR", help="results folder")
     s.add_argument("--resume", action="store_true",
                    help="continue the run in --out, skipping finished rollouts")
-    s.add_argument("--sim", default="icarus", choices=sim_choices())
+    s.add_argument("--sim", default="icarus", choices=sim_choices("auto"),
+                   help="simulator (default icarus); auto: the cheaper one per grade, the controls on each")
     add_backend_options(s, workers_default="in this process",
                         ray_note="; run_visible and the controls stay on this machine")
     s.add_argument("--max-steps", type=int, default=30, help="agentic: tool-call budget (default 30)")

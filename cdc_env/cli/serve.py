@@ -20,6 +20,7 @@ import math
 import os
 import sys
 
+from ..env import DEFAULT_HIDDEN
 from ..errors import CdcError
 from .common import sim_choices
 
@@ -121,7 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds a connection has to send a request's body (default 30)")
     s.add_argument("--max-connections", type=_positive(int, "--max-connections"), default=4096,
                    help="open connections at once; beyond it the oldest idle one is closed (default 4096)")
-    s.add_argument("--hidden", default="all", help="default hidden seeds per submission (default all)")
+    s.add_argument("--hidden", default=str(DEFAULT_HIDDEN), metavar="N|all",
+                   help=f"default hidden seeds per submission (default {DEFAULT_HIDDEN}, as CdcRepairEnv)")
     s.add_argument("--sim", default="icarus", choices=sim_choices("auto"))
     s.add_argument("--json", action="store_true", help="print the start-up line as JSON")
     s.set_defaults(func=cmd_serve)

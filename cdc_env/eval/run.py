@@ -16,6 +16,7 @@ from .._version import __version__
 from ..errors import CdcError
 from ..grade import grade
 from ..sim import get_simulator
+from ..sim import names as sim_names
 from ..sim.seeds import hidden_seeds, visible_seeds
 from ..task import Task
 from .client import Endpoint, EndpointError, EndpointUnavailable, api_key_for
@@ -34,23 +35,38 @@ class ControlsFailed(CdcError):
 
 
 def default_controls(sim: str) -> tuple[bool, list[dict], str]:
+    """The fixture registry's controls on ``sim``; for ``auto``, on every simulator it may choose."""
     try:
         from ..fixtures import run_controls  # noqa: PLC0415 -- the registry is another module's job
     except ImportError as exc:
         return False, [], f"the controls cannot run: cdc_env.fixtures.run_controls is missing ({exc})"
-    return run_controls(sim=sim)
+    if sim != "auto":
+        return run_controls(sim=sim)
+    ok, rows, messages = True, [], []
+    for name in sim_names():
+        one_ok, one_rows, message = run_controls(sim=name)
+        ok, rows = ok and one_ok, rows + [{**r, "sim": name} for r in one_rows]
+        messages.append(f"{name}: {message}")
+    return ok, rows, "; ".join(messages)
+
+
+def _simulator(name: str) -> dict:
+    """The run's simulator for its metadata: one backend, or ``auto`` with each it may choose."""
+    if name != "auto":
+        sim = get_simulator(name)
+        return {"name": sim.name, "version": sim.version()}
+    return {"name": "auto", "versions": {n: get_simulator(n).version() for n in sim_names()}}
 
 
 def _metadata(settings: EvalSettings, tasks: list[Task], controls: tuple[bool, list[dict], str]) -> dict:
     import openai  # noqa: PLC0415
 
-    sim = get_simulator(settings.sim)
     count = None if settings.hidden == "all" else settings.hidden  # EvalSettings.check decoded it
     return {
         "schema_version": 1,
         "cdc_env_version": __version__, "openai_version": openai.__version__,
         "python": platform.python_version(), "platform": platform.platform(),
-        "simulator": {"name": sim.name, "version": sim.version()},
+        "simulator": _simulator(settings.sim),
         "endpoint": redact_url(settings.base_url), "api_key_env": settings.api_key_env,
         "settings": settings.run_key() | {k: getattr(settings, k) for k in OPERATIONAL},
         "seeds": {t.id: {"visible": list(visible_seeds(t)),

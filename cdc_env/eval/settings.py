@@ -55,7 +55,8 @@ class EvalSettings:
             raise CdcError("--max-sim-runs and --retries must be 0 or more, --timeout more than 0")
         if not urlsplit(self.base_url).scheme.startswith("http"):
             raise CdcError(f"--base-url must be an http(s) URL, not {redact_url(self.base_url)!r}")
-        get_simulator(self.sim)
+        if self.sim != "auto":  # auto: the cheaper simulator per grade (grade's sim="auto")
+            get_simulator(self.sim)
         if not self.rungs:
             raise CdcError("--rung needs at least one rung")
         self.rungs = list(dict.fromkeys(check_rung(r) for r in self.rungs))

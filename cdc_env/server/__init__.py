@@ -2,11 +2,13 @@
 
 ``create_app(ServerConfig(...))`` builds a FastAPI app (OpenAPI document at ``/openapi.json``):
 
+    GET    /v1/live                      liveness, without the token (says nothing else)
     GET    /v1/health                    liveness and load
     GET    /v1/tasks                     the tasks this server serves (only those named at start)
     GET    /v1/tools                     the five tools, OpenAI function-calling format
     POST   /v1/episodes                  start an episode -> episode_id + the first observation
     POST   /v1/episodes/{id}/step        one tool call -> exactly CdcRepairEnv.step's result
+    GET    /v1/episodes/{id}/report      the grade report of a submitted episode (for the harness)
     DELETE /v1/episodes/{id}             close an episode (its scratch space is freed)
     POST   /v1/grade                     grade a one-shot submission -> the grade report
 

@@ -21,6 +21,7 @@ from .limits import GuardMiddleware
 from .models import (
     Closed,
     EpisodeId,
+    EpisodeReport,
     GradeRequest,
     Health,
     StartRequest,
@@ -84,6 +85,11 @@ def create_app(config: ServerConfig) -> FastAPI:
         """Liveness and load."""
         return JSONResponse(state.health())
 
+    @app.get(f"{API}/live", responses=_ERROR_RESPONSES, tags=["server"])
+    async def live() -> JSONResponse:
+        """Liveness: answers without the bearer token and says nothing else (/v1/health has the load)."""
+        return JSONResponse({"status": "ok"})
+
     @app.get(f"{API}/tasks", response_model=TaskList, responses=_ERROR_RESPONSES, tags=["tasks"])
     async def list_tasks() -> JSONResponse:
         """The tasks this server serves: exactly those named when it started."""
@@ -109,6 +115,13 @@ def create_app(config: ServerConfig) -> FastAPI:
     async def step_episode(episode_id: EpisodeId, req: StepRequest) -> JSONResponse:
         """One tool call: CdcRepairEnv.step's result; after submit, reward and report in their own fields."""
         return JSONResponse(await state.step(episode_id, req))
+
+    @app.get(f"{API}/episodes/{{episode_id}}/report", response_model=EpisodeReport,
+             responses=_ERROR_RESPONSES, tags=["episodes"])
+    async def episode_report(episode_id: EpisodeId) -> JSONResponse:
+        """The grade report of a submitted episode, whichever front end ran it (/v1, OpenEnv HTTP,
+        WebSocket or MCP), also after it ended: for the harness, never the model."""
+        return JSONResponse(state.report(episode_id))
 
     @app.delete(f"{API}/episodes/{{episode_id}}", response_model=Closed, responses=_ERROR_RESPONSES,
                 tags=["episodes"])

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..env import DEFAULT_HIDDEN
 from ..errors import CdcError
 from ..sim import names
 from ..sim.seeds import parse_hidden
@@ -29,7 +30,7 @@ class ServerConfig:
     max_episodes: live episodes at once; a start beyond it is 429.
     idle_timeout: seconds without a request after which an episode expires.
     max_body: request bodies above this many bytes are 413.
-    hidden, sim: defaults for episodes and grades that do not choose.
+    hidden, sim: defaults for episodes and grades that do not choose (hidden: ``env.DEFAULT_HIDDEN``).
     max_pending: simulation jobs queued or running at once; beyond it requests are 503.
     scratch_root: parent of the server's scratch folder (default: the system temp dir).
     header_timeout, body_timeout: seconds a connection has to send a request's head / body.
@@ -42,7 +43,7 @@ class ServerConfig:
     max_episodes: int = 100
     idle_timeout: float = 600.0
     max_body: int = DEFAULT_MAX_BODY
-    hidden: int | str = "all"
+    hidden: int | str = DEFAULT_HIDDEN  # the environment's default, as for CdcRepairEnv, gym, verifiers
     sim: str = "icarus"
     max_pending: int = 0
     scratch_root: Path | None = None

@@ -29,6 +29,7 @@ from .models import GradeRequest, StartRequest, StepRequest
 from .pool import PortableEnv, WorkerPool, _worker_grade, _worker_step
 
 _ENDED_MEMORY = 10_000  # how many expired/closed episode ids are remembered for a clear 410
+_REPORT_MEMORY = 1_000  # how many grade reports of submitted episodes the harness can still fetch
 _INSTANCE_LEN = 8  # an episode id starts with the server instance's id
 
 
@@ -53,6 +54,11 @@ class EnvServer:
         self.config = config
         self.episodes: dict[str, _Episode] = {}
         self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()
+        # The grade report of each submitted episode, for the harness's own route
+        # (GET /v1/episodes/{id}/report): the OpenEnv observation and MCP's tools/call carry only
+        # what the model may see. Kept after the episode ends (a WebSocket or MCP session ends its
+        # episode when it closes), the last _REPORT_MEMORY of them.
+        self.reports: collections.OrderedDict[str, dict] = collections.OrderedDict()
         self.scratch_root = Path()  # made when the app starts, removed when it stops
         self.pool = WorkerPool(config.workers, config.max_pending)
         self._reaper: asyncio.Task | None = None
@@ -187,6 +193,8 @@ class EnvServer:
                 else:  # no simulation: answered here (a bad call never reaches a worker)
                     out = ep.env.step(req.tool, args)
                 ep.steps_left = out["steps_left"]
+                if out.get("report") is not None:
+                    self._keep_report(eid, out["report"])
                 return out
         finally:
             ep.busy -= 1
@@ -196,6 +204,22 @@ class EnvServer:
     def checked_arguments(tool: object, arguments: object) -> tuple[object, bool]:
         """(arguments, whether they fit the tool's JSON Schema); see limits.check_arguments."""
         return check_arguments(tool, arguments)
+
+    def _keep_report(self, eid: str, report: dict) -> None:
+        self.reports[eid] = report
+        while len(self.reports) > _REPORT_MEMORY:
+            self.reports.popitem(last=False)
+
+    def report(self, eid: str) -> dict:
+        """The grade report of a submitted episode, live or ended (for the harness, never the model)."""
+        rep = self.reports.get(eid)
+        if rep is not None:
+            return {"episode_id": eid, "report": rep}
+        if eid in self.episodes:
+            raise ApiError(409, "not_submitted", f"episode {eid} has not been submitted yet: its report "
+                                                 "exists from the step that ends it")
+        self._gone(eid)
+        raise AssertionError("unreachable")  # _gone always raises
 
     async def close(self, eid: str) -> dict:
         ep = self.episode(eid)

@@ -21,13 +21,16 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": text}
     for code, text in ((400, "malformed request"), (401, "missing or wrong bearer token"),
                        (404, "no such task, episode or path on this server"),
+                       (409, "the episode has no report yet (not submitted)"),
                        (410, "the episode expired or was closed"), (413, "request body too large"),
+                       (415, "the body is not sent as application/json"),
                        (422, "the body does not fit the schema"), (429, "too many live episodes"),
                        (503, "the worker pool is saturated or a worker failed"))
 }
 
 _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-                 405: "method_not_allowed", 410: "gone", 413: "body_too_large", 415: "unsupported_media_type",
+                 405: "method_not_allowed", 409: "conflict", 410: "gone", 413: "body_too_large",
+                 415: "unsupported_media_type",
                  422: "bad_request", 429: "too_many_requests", 503: "unavailable"}
 
 

@@ -22,6 +22,15 @@ from ..env import _parse_args
 from .errors import ApiError, error_response
 
 MAX_JSON_DEPTH = 32  # nesting of a request body (and of JSON-text tool arguments)
+# Liveness without a token (a load balancer's or an orchestrator's probe): constant answers that
+# say nothing about the server's state. /v1/health (load, episodes) still needs the token.
+OPEN_PATHS = frozenset({"/v1/live", "/openenv/health"})
+
+
+def _json_media_type(content_type: bytes) -> bool:
+    """``application/json`` or a ``+json`` type (parameters such as charset aside)."""
+    media = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def _token_digest(value: bytes) -> bytes:
@@ -50,6 +59,9 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+        if scope.get("method") == "GET" and scope.get("path") in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
         if self.want is not None:
             got = _token_digest(headers.get("authorization", b""))
             if not hmac.compare_digest(got, self.want):
@@ -82,6 +94,18 @@ class GuardMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        declared_type = headers.get("content-type")
+        lenient = declared_type is None and scope.get("path", "").startswith("/openenv/")
+        if body.strip() and not lenient and not _json_media_type(declared_type or b""):
+            # e.g. curl -d without -H sends application/x-www-form-urlencoded; the /v1 models read
+            # only JSON. The OpenEnv routes parse the body themselves: there no header reads as JSON.
+            said = ("it has none" if declared_type is None
+                    else f"it says {declared_type.decode('latin-1', 'replace')[:60]!r}")
+            await self._send_error(
+                send, 415, "unsupported_media_type",
+                f"the body must be JSON sent with the header 'Content-Type: application/json' ({said}; "
+                "with curl: -H 'Content-Type: application/json')")
+            return
         if json_depth(body) > MAX_JSON_DEPTH:
             await self._send_error(send, 422, "bad_request",
                                    f"the body is nested more than {MAX_JSON_DEPTH} levels deep")

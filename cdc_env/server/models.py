@@ -109,3 +109,8 @@ class StartResult(StepResult):
 class Closed(BaseModel):
     episode_id: str
     closed: bool
+
+
+class EpisodeReport(BaseModel):
+    episode_id: str
+    report: dict[str, Any] = Field(description="the grade report of its submission (not for the model)")

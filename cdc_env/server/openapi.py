@@ -24,6 +24,10 @@ def install_openapi(app: Any, token: str | None) -> None:
                 doc.setdefault("components", {})["securitySchemes"] = {
                     "bearerAuth": {"type": "http", "scheme": "bearer"}}
                 doc["security"] = [{"bearerAuth": []}]
+                from .limits import OPEN_PATHS  # noqa: PLC0415
+
+                for path in OPEN_PATHS & set(doc["paths"]):  # liveness answers without the token
+                    doc["paths"][path]["get"]["security"] = []
             app.openapi_schema = doc
         return app.openapi_schema
 
@@ -42,6 +46,8 @@ def _document_the_report(doc: dict) -> None:
     schemas.update(json.loads(text.replace('"#/$defs/', '"#/components/schemas/GradeReport_')))
     ref = {"$ref": "#/components/schemas/GradeReport"}
     doc["paths"][f"{API}/grade"]["post"]["responses"]["200"]["content"]["application/json"]["schema"] = ref
+    schemas["EpisodeReport"]["properties"]["report"] = {
+        **ref, "description": schemas["EpisodeReport"]["properties"]["report"].get("description", "")}
     for name in ("StepResult", "StartResult"):
         prop = schemas[name]["properties"]["report"]
         schemas[name]["properties"]["report"] = {"anyOf": [ref, {"type": "null"}],
