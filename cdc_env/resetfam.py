@@ -503,8 +503,10 @@ fall while `arst_ni` stays high. After `arst_ni` rises it says that domain {d} h
 only domain {d}'s own clock decides: it never rises before `clk_{d}_i` has had {UP_EDGES} rising edges after
 `arst_ni` rises (a reset released in step with `clk_{d}_i` is released on its {UP_EDGES}nd edge at the
 earliest), and then rises within {UP_MAX} cycles of `clk_{o}_i`. No output is ever X or Z.
-The port list and the meaning of every port stay as they are. Both clocks may be anywhere
-from equal to 4:1 (either side faster), with any phase.
+The port list and the meaning of every port stay as they are. All the crossings into one
+domain together change at most one bit per clock edge of the other domain (summed over every
+synchronizer; the grader checks this). Both clocks may be anywhere from equal to 4:1 (either side
+faster), with any phase.
 
 **What you may change.** Only `{p.module}.v`. Release every flop's asynchronous reset in step
 with that flop's own clock: the provided reset synchronizer `cdc_sync_reset` (asynchronous

@@ -139,10 +139,34 @@ def test_ratio_excursions_are_a_fixed_share_outside_the_stated_range():
     x = load_task("fifo_x_rdbin")  # writer fast 1-16: both kinds of excursion occur
     plans = [plan_seed(x, s) for s in hidden_seeds(x) if is_excursion(x, s)]
     assert {p.fast for p in plans} == {"a", "b"} and all(p.ratio > 16 for p in plans if p.fast == "a")
-    # fifo_x_early (early_publish): only the writer faster; a faster reader would fail the
-    # planted defect without late settling (cdc_env/fifo/generator.py, excursions)
+    # fifo_x_early (early_publish): the reader beyond 4:1 too, although it then reads the planted
+    # early pointer's slot without late settling (the variant gate counts that column over the
+    # in-range seeds, cdc_env/taskgate.py), and the writer faster
     e = load_task("fifo_x_early")
-    assert {plan_seed(e, s).fast for s in hidden_seeds(e) if is_excursion(e, s)} == {"a"}
+    xe = [plan_seed(e, s) for s in hidden_seeds(e) if is_excursion(e, s)]
+    assert {p.fast for p in xe} == {"a", "b"} and all(p.ratio > 4 for p in xe if p.fast == "b")
+
+
+def test_a_shortened_excursion_seed_asks_a_per_run_count_for_the_same_rate():
+    """A seed beyond ratio_max runs fewer slow cycles and passes +run_pct (its share of the full
+    run), so the handshake's per-run minimum (min_done) asks for the rate the bug report states,
+    not more; every other seed passes none (red team, session 10: a correct 8-stage pipeline
+    failed 7 shortened excursion seeds on the unscaled 20-request minimum)."""
+    from cdc_env.sim.seeds import is_excursion
+
+    t = load_task("handshake")
+    cfg = t.seeds
+    for s in hidden_seeds(t):
+        p = plan_seed(t, s)
+        slow = 2 * max(p.half_a, p.half_b)
+        if is_excursion(t, s) and p.ratio > cfg.ratio_max:
+            pct = p.stimulus["run_pct"]
+            assert 50 <= pct < 100
+            assert 0 <= 100 * p.t_end / slow / cfg.run_slow_cycles - pct < 2  # pct is rounded down
+            assert f"+run_pct={pct}" in p.plusargs(settle=True, nonce=1)
+        else:
+            assert "run_pct" not in p.stimulus
+    assert any(plan_seed(t, s).stimulus.get("run_pct") for s in hidden_seeds(t))
 
 
 def test_a_manifest_with_bad_excursions_is_refused(tmp_path):

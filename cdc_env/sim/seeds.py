@@ -29,7 +29,9 @@ or "b" only) the other side the faster one, log-uniform from 1:1 to ``excursion_
 task allows both, a coin decides. The excursion is drawn from a stream of its own (keyed by task
 and seed), so no other seed's plan moves. An excursion seed faster than ``ratio_max`` runs
 ``run_slow_cycles * ratio_max / ratio`` slow cycles (at least half of ``run_slow_cycles``), so it
-costs about what a seed at ``ratio_max`` costs. Each task's BUG.md says that these seeds exist
+costs about what a seed at ``ratio_max`` costs; it gets ``+run_pct=<its share of the full run, in
+percent>``, so that a count a testbench requires per run (the handshake's ``min_done``) asks for
+the same rate as on a full run. Each task's BUG.md says that these seeds exist
 and why they are fair (its bounds are stated in cycles of each clock, which hold at any ratio).
 
 Timing rules (no coincident clock edges, so event order never depends on the simulator):
@@ -239,6 +241,8 @@ def plan_seed(task: Task, seed: int, *, hidden_checks: bool | None = None) -> Se
     stim_key = rng.next() & 0xFFFFFFFF
     settle_key = rng.next() & 0xFFFFFFFF
     stimulus = {k: lo + rng.below(hi - lo + 1) for k, (lo, hi) in sorted(task.stimulus.items())}
+    if run_slow != cfg.run_slow_cycles:  # a shortened excursion: a per-run count scales with it
+        stimulus["run_pct"] = 100 * run_slow // cfg.run_slow_cycles
     return SeedPlan(
         seed=seed,
         fast=fast,
