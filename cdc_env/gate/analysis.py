@@ -84,7 +84,10 @@ def _analyse(job: Job, out: list[dict], where: dict) -> dict:
         out.extend(policy.check_names(fe, job.editable, job.reserved))
     where.update(stage="synthesis", file=None, line=None)
     Path(job.workdir, POLICY_FILE).write_text(json.dumps(out), encoding="utf-8")
-    result = synth.synthesize(Path(job.workdir), job.top, job.files)
+    try:
+        result = synth.synthesize(Path(job.workdir), job.top, job.files)
+    except work.OverBound as exc:  # counted, not timed: the same at any load
+        return {"findings": out + [finding("GATE-LIMIT", str(exc), file=job.editable)]}
     if job.top not in result["json"].get("modules", {}):
         return {"findings": out + [finding("GATE-PARSE", f"the design does not define module '{job.top}', "
                                            "the task's top", file=job.editable)]}

@@ -31,6 +31,7 @@ import os
 import re
 from pathlib import Path
 
+from . import work
 from .frontend import SLANG_MACROS, SYNTH_DEFINES
 from .rules import finding
 
@@ -681,6 +682,8 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
             (workdir / name).write_text(prepared(text), encoding="utf-8")
         design = ys.Design()
         ys.run_pass(read, design)
+    if over := work.over_elaborated(work.measure_elaborated(design)):  # before opt's cost, by count
+        raise work.OverBound(over)
     # No `hierarchy` pass: read_slang has elaborated the hierarchy under --top already, and
     # `hierarchy` would resize every instance of a parametric black box to the ports of its
     # first parameterization (cdc_sync_bus #(3) and #(5) in one design).

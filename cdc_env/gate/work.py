@@ -20,9 +20,12 @@ What is counted (the top module after ``proc; flatten; opt``, the netlist the ru
 The bounds sit far above what the tasks' and fixtures' designs need (the largest: 418 flop bits,
 96 cells, 1,785 port bits, 640 memory bits, 12.2 KB of netlist; ``bench/bench_gate_work.py``),
 where a design at a bound costs about 1 CPU-s; docs/gate.md ("Work bounds") has the figures.
-Not covered: synthesis itself runs before the count, so its cost is bounded by slang's
-elaboration limits (synth.py: generate steps, unroll limit, instance arrays, constant size) and,
-beyond those, by the CPU backstop.
+Synthesis itself is bounded the same way before its costly passes: right after ``read_slang``
+(whose own cost slang's elaboration limits bound: generate steps, unroll limit, instance arrays,
+constant size; synth.py) the elaborated design's cells and cell-port bits are counted
+(``measure_elaborated``), and a design over ``ELABORATED_BOUNDS`` -- twice the netlist bounds,
+since ``opt`` only shrinks a design -- stops there (``OverBound``, GATE-LIMIT) instead of spending
+seconds in ``opt`` first (a 3,900-step unrolled loop: 0.5 CPU-s of reading, then 3.2 of ``opt``).
 """
 
 from __future__ import annotations
@@ -76,4 +79,39 @@ def over(counts: dict[str, int]) -> str | None:
         if n > limit:
             return (f"the synthesized design has {n:,} {what}; the gate analyses at most {limit:,} "
                     f"(bound '{name}', {n - limit:,} over: {n / limit:.2f}x); make the design smaller")
+    return None
+
+
+# The elaborated design (after read_slang, before proc/opt), counted over every module that is not
+# a black box: twice the netlist bounds above. The largest task/fixture design has 40x headroom.
+ELABORATED_BOUNDS: dict[str, tuple[int, str]] = {
+    "cells": (2 * BOUNDS["cells"][0], "cells"),
+    "port_bits": (2 * BOUNDS["port_bits"][0], "bits on cell ports"),
+}
+
+
+class OverBound(Exception):
+    """Synthesis stopped early: the elaborated design is over a bound (the message says which)."""
+
+
+def measure_elaborated(design) -> dict[str, int]:  # noqa: ANN001 -- a pyosys Design, in the child only
+    """Cells and cell-port bits of an elaborated (not yet optimised) pyosys design."""
+    cells = port_bits = 0
+    for module in design.modules_.values():
+        if module.get_blackbox_attribute():
+            continue
+        for cell in module.cells_.values():
+            cells += 1
+            port_bits += sum(sig.size() for sig in cell.connections_.values())
+    return {"cells": cells, "port_bits": port_bits}
+
+
+def over_elaborated(counts: dict[str, int]) -> str | None:
+    """The first elaboration bound ``counts`` exceed, said as ``over`` says it; None within all."""
+    for name, (limit, what) in ELABORATED_BOUNDS.items():
+        n = counts.get(name, 0)
+        if n > limit:
+            return (f"the elaborated design has {n:,} {what} before optimisation; the gate synthesizes "
+                    f"at most {limit:,} (bound 'elaborated {name}', {n - limit:,} over: {n / limit:.2f}x); "
+                    "make the design smaller (a loop unrolled into thousands of cells is the usual cause)")
     return None
