@@ -10,12 +10,14 @@ import shutil
 
 import pytest
 
-from cdc_env import cli
+from cdc_env import cli, paths
 from cdc_env.errors import CdcError
 from cdc_env.scripted import ScriptedRun, compile_error, load_agents, raw_crossing, run_agent
 from cdc_env.sim.seeds import hidden_seeds
 from cdc_env.task import list_tasks, load_task
 from cdc_env.tools import tool_definitions
+
+CONTRACT = (paths.common_dir() / "CONTRACT.md").read_text()
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None or shutil.which("vvp") is None,
                                 reason="Icarus Verilog (iverilog, vvp) is not installed")
@@ -78,7 +80,10 @@ def test_no_report_content_reaches_the_model(runs):
             hidden_seen += run.report["seeds"].get("hidden", {}).get("count", 0)
             for secret in _report_secrets(task_id, run.report):
                 assert secret not in text, f"{run.agent}/{task_id}: report content {secret[:60]!r} leaked"
-        own_text = text.replace(task.bug_report_text.strip(), "")  # task prose may use any word
+        own_text = text.replace(task.bug_report_text.strip(), "")  # task prose may use any word:
+        # also a rung that keeps some of its sections, and the contract the `contract` tool returns
+        for para in (task.bug_report_text + "\n\n" + CONTRACT).split("\n\n"):
+            own_text = own_text.replace(para.strip(), "")
         for word in ("verdict", "reward", "overfit", "hidden seed", "CDCV", "fingerprint", "sha256",
                      f"module {task.tb_top}", "nonce"):
             assert word not in own_text, f"{run.agent}/{task_id}: {word!r} appears in an observation"

@@ -172,7 +172,7 @@ def test_every_task_design_is_x_safe():
 
 def test_reset_family_designs_are_x_safe_and_auto_may_take_verilator():
     """A reset-family design whose flops are reset by cdc_sync_reset outputs made from the task's
-    asynchronous reset (rst_*'s reference and defect) is X-safe, so ``auto`` may pick Verilator
+    asynchronous reset (rst_*'s reference and defect) is X-safe, so ``auto`` prices Verilator
     for it at 8+200; the same design with one domain's reset made by logic (an AND of both synced
     resets) is not. Catches xsafe refusing the primitive's output (every rst_* first grade stayed
     on Icarus) and a check that takes any net as a reset."""
@@ -184,7 +184,10 @@ def test_reset_family_designs_are_x_safe_and_auto_may_take_verilator():
         new = t.reference_text + f"\n// a new patch {secrets.token_hex(8)}\n"
         name, why = choose_simulator(t, new, hidden=200, settle=True,
                                      x_safe=(g.netlist["x_safe"], g.netlist["x_why"]))
-        assert name == "verilator" and "netlist X-safe" in why, why
+        # X-safe, so Verilator is priced beside Icarus and auto takes the cheaper (issue 37: on the
+        # reset family at 8+200 that is often Icarus); a netlist that is not X-safe stays on Icarus
+        # unpriced, below
+        assert name in ("icarus", "verilator") and "netlist X-safe" in why and "verilator batched" in why, why
     flop = "always @(posedge clk_a_i or negedge rst_a_n) begin\n    if (!rst_a_n) st_a_q"
     assert flop in t.reference_text
     mixed = t.reference_text.replace(flop, flop.replace("rst_a_n", "rst_ab_n")).replace(

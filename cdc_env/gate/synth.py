@@ -144,6 +144,7 @@ HIERREF_DIAGS = {"UndeclaredIdentifier", "CouldNotResolveHierarchicalPath"}
 NAME_MAX = 100  # longer instance names are shortened (with a hash) before they reach %m
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9_]")
+NO_DIAG_JSON = "no-diag-json"  # marker in the workdir: read_slang ran without --diag-json (synthesize)
 _YOSYS_ERROR = re.compile(r"^(?:(?P<file>[^\s:]+):(?P<line>\d+)(?:\.\d+(?:-\d+\.\d+)?)?: )?ERROR: "
                            "(?P<msg>.*)$")
 
@@ -398,8 +399,10 @@ def loops_as_for(text: str) -> str:
     """``text`` with every ``repeat (N) S`` and ``do S while (C);`` written as the ``for`` loop
     it is, which yosys-slang lowers (Yosys 0.70 refuses both: "unsupported language feature").
 
-    ``repeat (N) S`` -> ``for (int n = (N), k = 0; k < n; k++) S``: the count is evaluated once,
-    as repeat does; a negative, X or Z count runs no iteration in both (int is two-state, X is 0).
+    ``repeat (N) S`` -> ``for (longint n = (N), k = 0; k < n; k++) S``: the count is evaluated
+    once, as repeat does; a negative, X or Z count runs no iteration in both (longint is
+    two-state, X is 0); a 64-bit count keeps a 32-bit one whole (with ``int``, repeat
+    (32'h8000_0001) wrapped negative and ran no iteration, where the text means 2**31 + 1: red2).
     ``do S while (C);`` -> ``for (bit first = 1'b1; first || (C); first = 1'b0) S``: the body runs
     once before the first test, and ``continue`` reaches the test through the step, as in the
     do loop; the ``while (C);`` after the body becomes spaces (its line breaks kept) and the
@@ -429,7 +432,7 @@ def loops_as_for(text: str) -> str:
             if None in at:
                 return
             n, k = f"cdc_rep_n_{at[0]}", f"cdc_rep_k_{at[0]}"
-            edits.extend([(at[0], len(kw.rawText), "for"), (_token_end(op, raw), 0, f"int {n} = ("),
+            edits.extend([(at[0], len(kw.rawText), "for"), (_token_end(op, raw), 0, f"longint {n} = ("),
                           (at[2], 0, f"), {k} = 0; {k} < {n}; {k}++")])
         elif node.kind == K.DoWhileStatement:
             do, wh, semi = node.doKeyword, node.whileKeyword, node.semi
@@ -669,7 +672,15 @@ def synthesize(workdir: Path, top: str, files: dict[str, str]) -> dict:
     os.close(fd)
     os.chdir(workdir)
     undef = " ".join([f"-U {m}" for m in SLANG_MACROS] + [f"-D {m}" for m in SYNTH_DEFINES])
-    read = (f"read_slang --no-synthesis-define --allow-use-before-declare --diag-json diag.json {undef} "
+    # slang's JSON diagnostic writer in yosys-slang 0.70 can loop for good on some texts that do
+    # not parse (getDisplayColumnNumber on a block left open before the module: a fuzz mutant ran
+    # into the 20 CPU-s backstop). A text pyslang cannot parse is therefore read without it, and
+    # its errors are taken from the log (``failure``: GATE-PARSE all the same).
+    bad_syntax = any(d.isError() for text in files.values() for d in _tree(prepared(text)).diagnostics)
+    diag = "" if bad_syntax else "--diag-json diag.json "
+    if bad_syntax:
+        (workdir / NO_DIAG_JSON).write_text("", encoding="utf-8")
+    read = (f"read_slang --no-synthesis-define --allow-use-before-declare {diag}{undef} "
             "--max-hierarchy-depth 16 --max-generate-steps 4096 --max-instance-array 256 "
             "--max-constexpr-steps 20000 --max-constexpr-depth 64 --max-constant-size 65536 "
             f"--error-limit 20 --top {top} {STUB_NAME} " + " ".join(names))
@@ -1004,6 +1015,9 @@ def failure(workdir: Path, editable: str, why: str) -> list[dict]:
     errors = _diagnostics(workdir, "error")
     if errors:
         return [_parse_finding(workdir, e, editable) for e in errors[:20]]
+    # read without --diag-json (a text pyslang cannot parse, synthesize): its errors are the log's
+    rule = "GATE-PARSE" if (workdir / NO_DIAG_JSON).exists() else "GATE-SYNTH"
+    what = "the design does not compile" if rule == "GATE-PARSE" else "synthesis refused the design"
     out = []
     try:
         lines = (workdir / "yosys.log").read_text(encoding="utf-8", errors="replace").splitlines()
@@ -1012,7 +1026,7 @@ def failure(workdir: Path, editable: str, why: str) -> list[dict]:
     for ln in lines:
         m = _YOSYS_ERROR.match(ln.strip())
         if m and m.group("msg").strip() and not m.group("msg").startswith("Design elaboration failed"):
-            out.append(finding("GATE-SYNTH", f"synthesis refused the design: {m.group('msg').strip()}",
+            out.append(finding(rule, f"{what}: {m.group('msg').strip()}",
                                file=m.group("file") or editable,
                                line=int(m.group("line")) if m.group("line") else None))
     if not out:
