@@ -66,7 +66,10 @@ def test_the_cpu_backstop_is_a_tool_error_not_a_refusal(monkeypatch):
     # slang's unroll limit), with the backstop lowered to 1 CPU-s to reach it.
     text = (CASES / "gate_limit_ports.near.v").read_text().replace("k < 600;", "k < 3900;")
     assert text != (CASES / "gate_limit_ports.near.v").read_text()
+    # (and the elaborated-size bound lifted: it stops this design by count before synthesis's cost)
     monkeypatch.setattr(gate, "CPU_BACKSTOP_S", 1)
+    for name, (_limit, what) in list(work.ELABORATED_BOUNDS.items()):
+        monkeypatch.setitem(work.ELABORATED_BOUNDS, name, (1 << 40, what))
     g = gate.run_gate(TASK, {TASK.editable: text})
     assert g.status == "tool_error" and g.detail == gate.CPU_DETAIL, (g.status, g.detail)
 
