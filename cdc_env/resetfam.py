@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import CdcError
-from .fifo.generator import write_files
+from .families import write_files
 
 SHAPES = ("raw", "wrong", "rdc")
 # Own-clock samples after a release by which a machine must have left its reset state: a reset

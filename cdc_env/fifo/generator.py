@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import CdcError
+from ..families import write_files
 
 SHAPES = ("bus_binary", "bit_binary", "dst_gray")
 EXTRA_SHAPES = ("rd_binary", "early_publish", "reset_domain")
@@ -834,20 +835,3 @@ def generate(p: FifoParams) -> dict[str, str]:
 def write_task(p: FifoParams, out: Path, *, force: bool = False) -> Path:
     """Write the task folder for ``p`` into ``out`` (created); refuse to mix with other files."""
     return write_files(generate(p), out, force=force)
-
-
-def write_files(files: dict[str, str], out: Path, *, force: bool = False) -> Path:
-    """Write a generated task folder ({relative path: text}) into ``out`` (created); refuse to mix
-    with other files unless ``force`` (then files the generator no longer makes are removed)."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force:
-        raise CdcError(f"{out} exists and is not empty (use --force to overwrite)")
-    if out.exists() and force:
-        stale = {str(f.relative_to(out)) for f in out.rglob("*") if f.is_file()} - set(files)
-        for rel in stale:
-            (out / rel).unlink()
-    for rel, text in files.items():
-        dest = out / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-    return out

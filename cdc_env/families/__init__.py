@@ -1,0 +1,116 @@
+"""Task families: one small protocol per family, one registry line each.
+
+A family turns a frozen parameter value (``Params``) into a task folder, and knows its parameter
+regions: ``train`` (the committed tasks and the training catalogue draw from it) and ``heldout``
+(disjoint from training; held-out sets are minted from a secret key and never committed).
+
+Adding a family: a package ``cdc_env/families/<name>/`` whose ``__init__`` exposes ``FAMILY`` (an
+object satisfying ``Family``) and one line in ``REGISTRY`` below.
+
+Everything a family produces is a pure function of its parameters (text only: no time, no
+randomness); every random choice is made by a ``Draw`` handed in by the caller (the catalogue and
+the held-out minting derive it from their key), so an entry is reproducible on any machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from ..errors import CdcError
+
+Region = Literal["train", "heldout"]
+T = TypeVar("T")
+
+
+class Draw:
+    """A deterministic stream of integers from HMAC-SHA256(key, label|counter)."""
+
+    def __init__(self, key: bytes, label: str) -> None:
+        self.key, self.label, self.n = key, label, 0
+
+    def below(self, n: int) -> int:
+        """An integer in 0..n-1."""
+        if n < 1:
+            raise ValueError("below(n) needs n >= 1")
+        self.n += 1
+        d = hmac.new(self.key, f"{self.label}|{self.n}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(d[:8], "big") % n
+
+    def choice(self, items: Sequence[T]) -> T:
+        return items[self.below(len(items))]
+
+    def chance(self, num: int, den: int) -> bool:
+        """True with probability num/den."""
+        return self.below(den) < num
+
+    def child(self, label: str) -> Draw:
+        """An independent stream for a sub-choice (its own label)."""
+        return Draw(self.key, f"{self.label}/{label}")
+
+
+class Family(Protocol):
+    """What every family provides. ``Params`` values are frozen dataclasses with an ``id``."""
+
+    name: str  # registry name, also task.toml's ``family`` of its tasks
+    title: str  # one line for ``cdc-env tasks``
+
+    def training(self) -> tuple[Any, ...]:
+        """The committed training variants: ``tasks/<p.id>/`` is exactly ``generate(p)``."""
+
+    def generate(self, p: Any) -> dict[str, str]:
+        """The task folder's files (relative path -> text) of ``p``."""
+
+    def to_dict(self, p: Any) -> dict:
+        """``p`` as JSON-ready data; ``from_dict(to_dict(p)) == p``."""
+
+    def from_dict(self, d: dict) -> Any:
+        """Parameters from ``to_dict``'s output; a bad value raises CdcError naming it."""
+
+    def draw(self, d: Draw, region: Region, vid: str) -> Any:
+        """One parameter value of ``region`` with id ``vid``, every choice taken from ``d``."""
+
+    def region_of(self, p: Any) -> Region | None:
+        """Which region ``p`` lies in (None: neither, e.g. a hand-made value)."""
+
+    def search(self, p: Any) -> Iterator[Any]:
+        """Calibration steps for the variant gate, in order (``p`` first): stimulus and run-length
+        knobs the gate may retune while the design stays what ``draw`` chose. The first step whose
+        visible seeds can be chosen and whose gate holds is kept."""
+
+
+# name -> module exposing FAMILY. One line per family.
+REGISTRY: dict[str, str] = {
+}
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get(name: str) -> Family:
+    """The family called ``name``; an unknown name raises CdcError listing the known ones."""
+    if name not in REGISTRY:
+        raise CdcError(f"unknown family '{name[:60]}' (known: {', '.join(names()) or 'none'})")
+    return importlib.import_module(REGISTRY[name]).FAMILY
+
+
+def write_files(files: dict[str, str], out: Path, *, force: bool = False) -> Path:
+    """Write a generated task folder ({relative path: text}) into ``out`` (created); refuse to mix
+    with other files unless ``force`` (then files the generator no longer makes are removed)."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise CdcError(f"{out} exists and is not empty (use --force to overwrite)")
+    if out.exists() and force:
+        stale = {str(f.relative_to(out)) for f in out.rglob("*") if f.is_file()} - set(files)
+        for rel in stale:
+            (out / rel).unlink()
+    for rel, text in files.items():
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    return out
