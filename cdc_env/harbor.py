@@ -22,7 +22,7 @@ image with it would hand the agent every reference fix). The agent has no ``run_
 may simulate with the Icarus in its image, on a testbench of its own.
 
 Not covered: multi-container tasks, a Docker-less runner (Harbor's local runner builds the
-Dockerfile; see README "Harbor"), and the held-out tasks (export names only what it is given).
+Dockerfile; see docs/usage.md, "Harbor"), and the held-out tasks (export names only what it is given).
 """
 
 from __future__ import annotations
