@@ -45,3 +45,27 @@ def test_every_readme_command_parses(command):
     except SystemExit as exc:  # argparse's error: exit 2 with a message on stderr
         pytest.fail(f"README command does not parse (exit {exc.code}): {command}")
     assert callable(getattr(args, "func", None)), command
+
+
+def _layout_block() -> str:
+    section = README.split("## Architecture", 1)[1]
+    return re.search(r"```\n(cdc_env/\n.*?)```", section, re.S).group(1)
+
+
+def test_the_layout_block_names_every_module_and_top_level_folder():
+    root = Path(__file__).resolve().parent.parent
+    block = _layout_block()
+    missing = []
+    for path in sorted((root / "cdc_env").rglob("*.py")):
+        rel = path.relative_to(root / "cdc_env")
+        if "_data" in rel.parts or (path.name == "__init__.py" and rel.parent.name in ("", "sim", "gate", "cli")):
+            continue  # the package's and the named subpackages' own __init__ are their header lines
+        name = rel.parent.name + "/" if path.name == "__init__.py" else path.name
+        if not re.search(rf"(?<![\w.]){re.escape(name)}|(?<![\w.]){re.escape(path.stem)}\b(?=[,:\s])", block):
+            missing.append(str(rel))
+    assert not missing, f"README's layout block does not name: {missing}"
+    ignore = {"build", "dist", "results", "minted", "obj_dir", "LICENSE"}
+    folders = [p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+               and p.name not in ignore and not p.name.endswith(".egg-info") and p.name != "venv"]
+    absent = [f for f in folders if not re.search(rf"^{re.escape(f)}/", block, re.M)]
+    assert not absent, f"README's layout block does not name the top-level folders {absent}"
