@@ -1083,6 +1083,13 @@ UNSUPPORTED = {
     "randcase": "randcase: not synthesizable; choose by logic",
 }
 _METHOD = re.compile(r"unsupported system task '(\w+)'")
+# A task or function header with an inout argument (yosys-slang 0.70 reports the call, not it).
+_INOUT_SUB = re.compile(r"\b(task|function)\b(?:\s+(?:automatic|static))?[^;(]*?\b(\w+)\s*\(([^;]*?)\)\s*;",
+                        re.S)
+ASYNC_IF = ("the asynchronous reset of a flop must be written as an if on the reset at the top of the "
+            "block (always @(posedge clk or negedge rst_n) if (!rst_n) q <= 0; else q <= d;), not as a "
+            "ternary or a case on the reset (the synthesis front end models an asynchronous load only "
+            "from that if-else)")
 
 
 def _unsupported(workdir: Path, e: dict) -> str:
@@ -1093,14 +1100,22 @@ def _unsupported(workdir: Path, e: dict) -> str:
     if m and m.group(1) in ENUM_METHODS:
         return (f"the enum method .{m.group(1)}() is not supported by the synthesis front end (Yosys 0.70's "
                 f"slang) -- {ENUM_METHODS[m.group(1)]}")
+    if msg.startswith("simple if-else pattern expected in modeling an asynchronous load"):
+        return ASYNC_IF
     if msg.strip() == "unsupported language feature" and e.get("file") and e.get("line"):
         try:
-            line = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+            text = (workdir / e["file"]).read_text(encoding="utf-8")
+            line = text.splitlines()[e["line"] - 1]
         except (OSError, IndexError, ValueError):
-            line = ""
+            text = line = ""
         for word, fix in UNSUPPORTED.items():
             if re.search(rf"\b{word}\b", line):
                 return f"{fix} (the synthesis front end does not support it)"
+        for m in _INOUT_SUB.finditer(text):  # the line calls (or declares) a subroutine with an inout
+            if re.search(r"\binout\b", m.group(3)) and re.search(rf"\b{m.group(2)}\b", line):
+                return (f"the inout argument of {m.group(1)} '{m.group(2)}' (the synthesis front end does "
+                        "not support inout arguments) -- pass the value in with an input argument and "
+                        "out with an output argument, or return it")
     return f"{msg} -- rewrite it as plain RTL"
 
 
