@@ -116,7 +116,7 @@ MORE = {
     # Assertions that do something besides reporting stay refused (issue 36, class 4).
     "assert_side_effect": ("logic f; always_ff @(posedge clk) assert (x != 0) else f <= 1'b1; "
                            "assign y = {7'd0, f};", "POL-CONSTRUCT"),
-    "assert_fatal": ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", "POL-SYSCALL"),
+    "assert_fatal": ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", "POL-CONSTRUCT"),
     "assert_time_argument": ("always_comb begin y = x; assert (y == x) else $error(\"%t\", $time); end",
                              "POL-SYSCALL"),
     "assert_increment_argument": ("logic [7:0] c; always_comb begin c = x; y = x; assert (y == x) else "
@@ -124,7 +124,33 @@ MORE = {
     "assert_function_condition": ("logic [7:0] g; function automatic logic chk(input logic [7:0] a); g = a; "
                                   "return 1'b1; endfunction always_comb begin y = x; assert (chk(x)); end",
                                   "POL-CONSTRUCT"),
-    "assert_deferred": ("always_comb begin y = x; assert #0 (y == x) else $error(\"m\"); end", "POL-CONSTRUCT"),
+    # Deferred assertions are dropped by synthesis as the immediate ones are (red2 W3).
+    "assert_deferred": ("always_comb begin y = x; assert #0 (y == x) else $error(\"m\"); end", None),
+    "assert_final": ("always_comb begin y = x; assert final (y == x) else $warning(\"m\"); end", None),
+    "assert_deferred_member": ("assign y = x; a_y: assert final (y == x); a_z: assert #0 (y == x) else "
+                               "$info(\"i\");", None),
+    "assert_deferred_writes": ("logic f; always_comb begin y = x; f = 1'b0; assert #0 (y == x) else f = 1'b1; "
+                               "end", "POL-CONSTRUCT"),
+    # An initial block that holds only assertions that report is dropped with them (red2 W4).
+    "initial_assert": ("assign y = x; initial assert (8 >= 2) else $error(\"width\");", None),
+    "initial_block_of_asserts": ("assign y = x; initial begin : chk assert (1) else $error(\"a\"); "
+                                 "assert final (1); end", None),
+    "initial_assert_and_assign": ("logic z; assign y = x; initial begin assert (1) else $error(\"a\"); "
+                                  "z = 1'b0; end", "POL-INITIAL"),
+    # Elaboration tasks (IEEE 1800-2017 20.11) in a generate branch: run by the elaborator only.
+    "elab_error_not_taken": ("localparam int W = 8; assign y = x; if (W < 2) begin : g_chk $error(\"W %0d\", W); "
+                             "end", None),
+    "elab_warning_not_taken": ("localparam int W = 8; assign y = x; if (W < 2) begin : g_chk $warning(\"W\"); "
+                               "$info(\"i\"); end", None),
+    "elab_fatal_not_taken": ("localparam int W = 8; assign y = x; if (W > 8) begin : g_chk $fatal(1, \"W\"); "
+                             "end", None),
+    # A let is expanded where it is used: one that names a user function is that call (red2 H1),
+    # and one that is pure may be called in a condition.
+    "assert_let_hides_call": ("logic [7:0] g; function automatic logic chk(input logic [7:0] a); g = a; "
+                              "return 1'b1; endfunction let ok = chk(x); let ok2 = ok && 1'b1; always_comb begin "
+                              "y = x; assert (ok2) else $error(\"m\"); end", "POL-CONSTRUCT"),
+    "assert_pure_let_call": ("let same(a, b) = a == b; always_comb begin y = x; assert (same(y, x)) else "
+                             "$error(\"m\"); end", None),
     "assert_property": ("always_comb y = x; assert property (@(posedge clk) y == x);", "POL-CONSTRUCT"),
     "assume_reports": ("always_comb begin y = x; assume (y == x) $info(\"ok\"); else $warning(\"w %d\", x); "
                        "end", None),
@@ -153,6 +179,49 @@ def test_assertions_are_accepted_only_when_they_only_report(name):
         assert res.status == "pass", res.findings
     else:
         assert res.status == "refused" and rule in {f["rule"] for f in res.findings}, res.findings
+
+
+def test_elaboration_error_in_an_elaborated_branch_is_the_compile_error():
+    body = "localparam int W = 8; assign y = x; if (W > 4) begin : g_chk $error(\"W is %0d\", W); end"
+    res = run_gate(T, {T.editable: design("elab", body)})
+    assert res.status == "refused" and [f["rule"] for f in res.findings] == ["GATE-PARSE"], res.findings
+    assert "W is 8" in res.findings[0]["message"]
+
+
+@pytest.mark.parametrize("body,words", [
+    # one finding, naming what is wrong; no second POL-SYSCALL on the action block's $error (red2 F1)
+    ("logic f; always_ff @(posedge clk) assert (x != 0) else begin $error(\"e\"); f <= 1'b1; end "
+     "assign y = {7'd0, f};", ("its action block does", "f <= 1 'b 1")),
+    ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", ("calls $fatal",)),
+    ("logic [7:0] c; always_comb begin c = x; y = x; assert (y == x) else $error(\"%d\", c++); end",
+     ("its $error has an argument",)),
+    # a concurrent assertion: where it may go instead (red2 F3)
+    ("always_comb y = x; assert property (@(posedge clk) y == x) else $error(\"p\");",
+     ("assert property", "`ifndef SYNTHESIS", "immediate assert")),
+])
+def test_a_refused_assertion_gets_one_finding_that_says_why(body, words):
+    res = run_gate(T, {T.editable: design("refused_assertion", body)})
+    assert [f["rule"] for f in res.findings] == ["POL-CONSTRUCT"], res.findings
+    assert all(w in res.findings[0]["message"] for w in words), res.findings[0]["message"]
+
+
+def test_an_initial_block_that_reports_nothing_is_not_told_about_resets():
+    res = run_gate(T, {T.editable: design("initial_display", "assign y = x; initial $display(\"hi\");")})
+    initial = [f for f in res.findings if f["rule"] == "POL-INITIAL"]
+    assert initial and "reset" not in initial[0]["message"] and "generate if" in initial[0]["message"]
+
+
+@pytest.mark.parametrize("extra", [
+    "  always_comb begin a_rdy: assert #0 (ready_o == !busy_q) else $error(\"m\"); end",
+    "  a_fin: assert final (ready_o == !busy_q);",
+    "  initial assert (1) else $error(\"s\");",
+    "  if (1 < 0) begin : g_chk $error(\"never\"); end",
+])
+def test_a_dropped_check_leaves_the_netlist_as_it_was(extra):
+    text = REF.replace("  assign ready_o = !busy_q;", "  assign ready_o = !busy_q;\n" + extra)
+    res = run_gate(T, {T.editable: text})
+    assert res.status == "pass", res.findings
+    assert res.netlist["sha256"] == run_gate(T, {T.editable: REF}).netlist["sha256"]
 
 
 def test_an_accepted_assertion_leaves_nothing_in_the_netlist():

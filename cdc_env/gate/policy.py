@@ -401,7 +401,18 @@ class _Checker:
             raise
         for d in self.p.tree.diagnostics:
             code = str(d.code).removeprefix("DiagCode(").rstrip(")")
-            if code in ("UnknownDirective", "UndefinedMacro"):
+            if code == "UnclosedTranslateOff":
+                # Said first, as the cause: the front end drops the rest of the file, so its next
+                # error ("expected 'endmodule'") is only the consequence (red2 F2).
+                closing = str(d.args[0]) if d.args else "translate_on"
+                file, line = self.fe.line_of(d.location)
+                self.out.append(finding(
+                    "GATE-PARSE", f"the translate_off region opened at line {line} is never closed: the "
+                    "front end drops everything after it to the end of the file (endmodule included); "
+                    f"close it with the matching comment (// synopsys {closing}, or the prefix the "
+                    "opening one uses) or remove the opening one",
+                    file=file or self.p.name, line=line))
+            elif code in ("UnknownDirective", "UndefinedMacro"):
                 self.add("POL-DIRECTIVE", "an unknown directive or undefined macro (tool directives "
                          "such as `verilator_config or `systemc_* are not allowed); remove it", d.location)
         return self.out
