@@ -80,6 +80,9 @@ CONSTRUCTS = {
  "wire_initializer_comma": "wire [7:0] a = x, b = ~x; assign y = a & b;",
  "var_decl_comma_init": "logic [7:0] k0 = 8'd3, k1 = 8'd5; assign y = x + k0 + k1;",
  "alias": "wire [7:0] w1, w2; alias w1 = w2; assign w1 = x; assign y = w2;",
+ # Enum methods on a function argument and on a port (red2 W2): the usual next-state helper.
+ "enum_methods_function_argument": "typedef enum logic [1:0] {S0, S1, S2} st_t; function automatic st_t nxt(input st_t s); return (s == s.last()) ? s.first() : s.next(); endfunction function automatic st_t prv(input st_t s); return s.prev(); endfunction st_t q; always_ff @(posedge clk or negedge rst_n) if (!rst_n) q <= S0; else q <= x[0] ? nxt(q) : prv(q); assign y = {6'd0, q};",
+ "enum_methods_port": None,
 }
 PKG = "package pk; typedef struct packed { logic [3:0] a; logic [3:0] b; } s_t; function automatic logic [7:0] sw(input s_t s); return {s.b, s.a}; endfunction endpackage\n"
 IFC = "interface bus_if; logic [7:0] d; logic v; endinterface\n"
@@ -91,6 +94,13 @@ def design(name: str, body: str | None) -> str:
         pre, body = PKG, "pk::s_t s; assign s = x; assign y = pk::sw(s);"
     elif name == "local_interface":
         pre, body = IFC, "bus_if b(); assign b.d = x; assign b.v = 1'b1; assign y = b.v ? b.d : 8'd0;"
+    elif name == "enum_methods_port":
+        pre = "package st_pkg; typedef enum logic [1:0] {S0, S1, S2} st_t; endpackage\n"
+        body = "st_t q; always_ff @(posedge clk or negedge rst_n) if (!rst_n) q <= S0; else q <= s_i.next(); assign y = {6'd0, q} + 8'(s_i.num());"
+        return (f"{pre}{REF}module construct_probe import st_pkg::*; (input logic clk, input logic rst_n, input st_t s_i, "
+                f"output logic [7:0] y);\n  {body}\nendmodule\n").replace(
+            "\nendmodule\nmodule construct_probe", "\n  logic [7:0] probe_y;\n  construct_probe u_probe (.clk(clk_a_i), "
+            ".rst_n(rst_a_ni), .s_i(st_pkg::st_t'({1'b0, start_i})), .y(probe_y));\nendmodule\nmodule construct_probe", 1)
     elif name == "forever_break":
         body = "always_comb begin int i; y = 0; i = 0; forever begin if (i == 4) break; y = y + x[i]; i++; end end"
     probe = (f"{pre}module construct_probe (input logic clk, input logic rst_n, input logic [7:0] x, output logic [7:0] y);\n"
@@ -262,8 +272,19 @@ def test_enum_methods_are_written_only_where_the_text_says_what_they_return():
     out = synth.enum_methods(text)
     assert "((s) == A ? B : (s) == B ? C : (s) == C ? A : e_t'('x))" in out and "(A);" in out
     assert out.count("\n") == text.count("\n")
-    # A member name declared again elsewhere (it might not resolve to the member), the variable
-    # declared twice, or the typedef declared twice: left as written.
-    for extra in ("  logic A;\n", "  e_t s;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
+    # A member name declared again elsewhere (it might not resolve to the member), or the typedef
+    # declared twice: left as written.
+    # An argument of the enum type in two functions, and a port of it: written (red2 W2).
+    fn = text.replace("  e_t s;\n", "  e_t s;\n  function automatic e_t f(input e_t s); return s.next(); endfunction\n"
+                      "  function automatic e_t g(input e_t s); return s.prev(); endfunction\n")
+    out = synth.enum_methods(fn)
+    assert out.count("e_t'('x)") == 3 and ".next" not in out and ".prev" not in out
+    port = text.replace("(output logic [1:0] y)", "(input e_t s, output logic [1:0] y)").replace("  e_t s;\n", "")
+    assert "(s) == A ? B" in synth.enum_methods(port)
+    # The same name declared with another type somewhere in the text: left as written.
+    assert ".next()" in synth.enum_methods(fn + "module n; logic [1:0] s; endmodule\n")
+    # (A variable declared twice with the one type is written: whichever declaration the name
+    # resolves to, the method returns the same; twice in one scope is the front end's error.)
+    for extra in ("  logic A;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
         changed = text.replace("endmodule", extra + "endmodule")
         assert synth.enum_methods(changed) == changed, extra
