@@ -288,3 +288,23 @@ def test_enum_methods_are_written_only_where_the_text_says_what_they_return():
     for extra in ("  logic A;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
         changed = text.replace("endmodule", extra + "endmodule")
         assert synth.enum_methods(changed) == changed, extra
+
+
+@pytest.mark.parametrize("extra,rule,words", [
+    # an inout argument: yosys-slang reports the call line as "unsupported language feature" (red2 W1)
+    ("  logic [3:0] t_q;\n  function automatic void inc(inout logic [3:0] v); v = v + 1; endfunction\n"
+     "  always_ff @(posedge clk_a_i or negedge rst_a_ni)\n    if (!rst_a_ni) t_q <= 0;\n"
+     "    else begin logic [3:0] n; n = t_q; inc(n); t_q <= n; end",
+     "GATE-SYNTH", ("inout argument of function 'inc'", "output argument")),
+    # an asynchronous reset written as a ternary (red2 F3)
+    ("  logic t_q;\n  always @(posedge clk_a_i or negedge rst_a_ni) t_q <= !rst_a_ni ? 1'b0 : done_o;",
+     "GATE-SYNTH", ("if (!rst_n) q <= 0; else q <= d;", "not as a ternary")),
+    # an unclosed translate_off region: the cause first, with its line (red2 F2)
+    ("  // synopsys translate_off", "GATE-PARSE", ("translate_off region opened at line 43 is never closed",
+                                                  "translate_on")),
+])
+def test_a_refusal_names_the_construct_and_the_rewrite(extra, rule, words):
+    text = REF.replace("  assign ready_o = !busy_q;", "  assign ready_o = !busy_q;\n" + extra)
+    res = run_gate(T, {T.editable: text})
+    assert res.status == "refused" and res.findings[0]["rule"] == rule, res.findings
+    assert all(w in res.findings[0]["message"] for w in words), res.findings[0]["message"]
