@@ -239,14 +239,16 @@ def _action_calls(n) -> list:
     return out
 
 
-def _only_reports(stmt, lets: dict[str, bool]) -> bool:
-    """``stmt`` (an initial block's body) does nothing but immediate assertions that only
-    report, in begin-end blocks or alone: it cannot change a value, so the block is droppable."""
+def _only_reports(stmt, lets: dict[str, bool]) -> int | None:
+    """How many immediate assertions ``stmt`` (an initial block's body) holds when it does
+    nothing but assertions that only report, in begin-end blocks or alone (so it cannot change a
+    value, and synthesis drops the block); None when it does anything else."""
     if stmt.kind == SK.EmptyStatement:
-        return True
+        return 0
     if stmt.kind == SK.SequentialBlockStatement:
-        return all(not isinstance(i, parsing.Token) and _only_reports(i, lets) for i in stmt.items)
-    return stmt.kind in _IMMEDIATE and _immediate_problem(stmt, lets) is None
+        counts = [None if isinstance(i, parsing.Token) else _only_reports(i, lets) for i in stmt.items]
+        return None if None in counts else sum(counts)
+    return 1 if stmt.kind in _IMMEDIATE and _immediate_problem(stmt, lets) is None else None
 
 
 def _assigns(node) -> bool:
@@ -323,8 +325,8 @@ class _Checker:
             # An elaboration task (IEEE 1800-2017 20.11) runs in the elaborator only: slang
             # evaluates it in the branch elaborated, and one that fails makes a compile error.
             self.quiet([n.name])
-        elif k == SK.InitialBlock and _only_reports(n.statement, self.lets):
-            pass  # only assertions that report: synthesis drops the block, the assertions are accepted
+        elif k == SK.InitialBlock and (_only_reports(n.statement, self.lets) or 0) > 0:
+            pass  # assertions that report and nothing else: synthesis drops the block with them
         elif k == SK.InitialBlock and not _assigns(n.statement):
             self.add("POL-INITIAL", f"'{_snippet(n)}' is not allowed: an initial block runs once in "
                      "simulation, not as hardware; remove it (an initial block of assertions that "
