@@ -145,6 +145,7 @@ MORE = {
     "initial_assert": ("assign y = x; initial assert (8 >= 2) else $error(\"width\");", None),
     "initial_block_of_asserts": ("assign y = x; initial begin : chk assert (1) else $error(\"a\"); "
                                  "assert final (1); end", None),
+    "initial_empty": ("assign y = x; initial begin end", "POL-INITIAL"),
     "initial_assert_and_assign": ("logic z; assign y = x; initial begin assert (1) else $error(\"a\"); "
                                   "z = 1'b0; end", "POL-INITIAL"),
     # Elaboration tasks (IEEE 1800-2017 20.11) in a generate branch: run by the elaborator only.
