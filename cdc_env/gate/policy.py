@@ -410,7 +410,8 @@ class _Checker:
                 file, line = self.fe.line_of(d.location)
                 self.out.append(finding(
                     "GATE-PARSE", f"the translate_off region opened at line {line} is never closed: the "
-                    "front end drops everything after it to the end of the file (endmodule included); "
+                    "front end drops everything after it to the end of the file (an \"expected 'endmodule'\" "
+                    "that follows is this); "
                     f"close it with the matching comment (// synopsys {closing}, or the prefix the "
                     "opening one uses) or remove the opening one",
                     file=file or self.p.name, line=line))
