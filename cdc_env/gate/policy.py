@@ -170,17 +170,15 @@ def _let_purity(root) -> dict[str, bool]:
     return pure
 
 
-def _report_only(stmt, lets: dict[str, bool]) -> list | None:
-    """The severity-task token of an action block that only reports (nothing, ``;``, or one
-    ``$error/$warning/$info(...)`` call with pure arguments), as a list; None otherwise."""
+def _report_only(stmt, lets: dict[str, bool]) -> bool:
+    """An action block that only reports: nothing, ``;``, or one ``$error/$warning/$info(...)``
+    call with pure arguments."""
     if stmt is None or stmt.kind == SK.EmptyStatement:
-        return []
+        return True
     name = _system_call(stmt)
     if name is None or name.valueText not in SEVERITY_TASKS:
-        return None
-    if stmt.expr.arguments is not None and not _pure(stmt.expr.arguments, lets):
-        return None
-    return [name]
+        return False
+    return stmt.expr.arguments is None or _pure(stmt.expr.arguments, lets)
 
 
 def _system_call(stmt):  # noqa: ANN202 -- a pyslang token or None
@@ -210,7 +208,7 @@ def _immediate_problem(n, lets: dict[str, bool]) -> str | None:
         return (f"its condition ('{_snippet(n.expr)}') calls a user function or assigns a variable, "
                 "which the netlist would do without the assertion")
     for stmt in _actions(n):
-        if _report_only(stmt, lets) is None:
+        if not _report_only(stmt, lets):
             call = _system_call(stmt)
             if call is not None and call.valueText in SEVERITY_TASKS:
                 return (f"its {call.valueText} has an argument that calls a user function or assigns "
