@@ -79,11 +79,21 @@ MAX_OFFSET = 50
 _MODES = "renames, copies, re-modes or binary-patches a file"
 
 
+# A regular file's mode as git prints it (100644, 100755): ``old mode``/``new mode`` between two
+# of them is a chmod of the editable file (``git diff`` after ``chmod +x``). patch applies it, and
+# it changes nothing the grader reads: the file's text is what is graded. A change to or from any
+# other type (120000 a symlink, 160000 a submodule) is not a chmod, and is refused.
+_REGULAR_MODE = re.compile(r"(?:old|new) mode 100[0-7]{3}\s*")
+
+
 def _check_section(sec: patchread.Section, task: Task) -> str | None:
-    """Why the one file section of a diff may not change the editable file, or None."""
+    """Why a file section of a diff may not change the editable file, or None."""
     for ext in sec.git_ext:
-        if not (sec.old_null and ext == "new file mode 100644"):  # git's header of a whole-file diff
-            return f"the diff {_MODES} ('{ext[:40]}')"
+        if sec.old_null and ext == "new file mode 100644":  # git's header of a whole-file diff
+            continue
+        if not sec.old_null and not sec.new_null and _REGULAR_MODE.fullmatch(ext):
+            continue
+        return f"the diff {_MODES} ('{ext[:40]}')"
     for k, part in enumerate(sec.git):
         bad = _check_name(_diff_path(part), task, old=k == 0)
         if bad:
@@ -129,8 +139,10 @@ def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
         bad = _check_section(sec, task)
         if bad:
             return refuse(bad)
-    if len(reading.sections) > 1:
-        return refuse("the diff has more than one file section")
+    many = len(reading.sections) > 1
+    if many and any(sec.old_null for sec in reading.sections):
+        return refuse("a diff from /dev/null is taken only alone, as the whole new file: send it without "
+                      "the other sections")
     sec = reading.sections[0]
     if sec.old_null:
         h = sec.hunks[0]
@@ -139,13 +151,20 @@ def apply_diff(original: str, diff: str, task: Task) -> Allowlisted:
                           "whole new file, in one hunk of added lines (@@ -0,0 +1,N @@)")
         return Allowlisted(True, _text(body for _tag, body in h.new),
                            form="diff, the whole file (from /dev/null)")
-    try:
-        out, offsets = patchread.apply(original.splitlines(keepends=True), sec.hunks, MAX_OFFSET)
-    except patchread.PatchError as exc:
-        return refuse(f"the diff does not apply to {task.editable}: {exc} (its context and removed lines "
-                      f"must match the file exactly, at most {MAX_OFFSET} lines from where its header says)")
-    shifted = [f"hunk {k + 1} at {d:+d}" for k, d in enumerate(offsets) if d]
-    form = "diff" + (f", applied with offsets: {', '.join(shifted)} lines" if shifted else "")
+    # Sections in order, as patch applies them: each to the text the one before it made.
+    out, shifted, k = original.splitlines(keepends=True), [], 0
+    for n, sec in enumerate(reading.sections):
+        try:
+            out, offsets = patchread.apply(out, sec.hunks, MAX_OFFSET)
+        except patchread.PatchError as exc:
+            where = f" (its section {n + 1}, from line {sec.line})" if many else ""
+            return refuse(f"the diff does not apply to {task.editable}{where}: {exc} (its context and "
+                          f"removed lines must match the file exactly, at most {MAX_OFFSET} lines from "
+                          "where its header says)")
+        shifted += [f"hunk {k + j + 1} at {d:+d}" for j, d in enumerate(offsets) if d]
+        k += len(offsets)
+    form = "diff" + (f" in {len(reading.sections)} sections" if many else "")
+    form += f", applied with offsets: {', '.join(shifted)} lines" if shifted else ""
     return Allowlisted(True, _text(out), form=form)
 
 

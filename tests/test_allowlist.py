@@ -72,7 +72,7 @@ def test_diff_paths_are_refused(old, new, why):
 
 
 @pytest.mark.parametrize("extra", [
-    "new file mode 100644\n", "deleted file mode 100644\n", "old mode 100644\nnew mode 100755\n",
+    "new file mode 100644\n", "deleted file mode 100644\n",
     "new file mode 120000\n",  # a symlink
     "old mode 100644\nnew mode 120000\n",  # turned into a symlink
     "similarity index 90%\nrename from hs_top.v\nrename to hs_top2.v\n",
@@ -89,9 +89,26 @@ def test_git_header_naming_another_file_is_refused():
     assert not res.ok and "tb.v" in res.reason
 
 
-def test_two_file_sections_are_refused():
-    d = make_diff() + make_diff()
-    assert not allowlist(TASK, d).ok
+def test_a_chmod_of_the_editable_file_is_applied_for_its_text():
+    """``git diff`` after ``chmod +x``: patch applies it; the text is what is graded (red2 W5)."""
+    for modes in ("old mode 100644\nnew mode 100755\n", "old mode 100755\nnew mode 100644\n"):
+        res = allowlist(TASK, make_diff(git=True, extra=modes))
+        assert res.ok and res.text == FIXED, res.reason
+
+
+def test_two_sections_for_the_editable_file_apply_in_order():
+    """As GNU patch applies them: the second to the text the first made (red2 W5)."""
+    second = "".join(difflib.unified_diff(FIXED.splitlines(True), ("// note\n" + FIXED).splitlines(True),
+                                          "a/hs_top.v", "b/hs_top.v"))
+    res = allowlist(TASK, make_diff() + second)
+    assert res.ok and res.text == "// note\n" + FIXED and "2 sections" in res.form, res.reason
+    # the same diff twice: the second does not apply to what the first made
+    res = allowlist(TASK, make_diff() + make_diff())
+    assert not res.ok and "section 2" in res.reason, res.reason
+    # a whole-file section from /dev/null is taken only alone
+    whole = f"--- /dev/null\n+++ b/hs_top.v\n@@ -0,0 +1,{len(FIXED.splitlines())} @@\n" + "".join(
+        "+" + ln for ln in FIXED.splitlines(True))
+    assert not allowlist(TASK, make_diff() + whole).ok
 
 
 def test_diff_that_does_not_apply_is_refused():

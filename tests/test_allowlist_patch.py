@@ -87,7 +87,6 @@ DELIBERATE = {
     "line ": "a hunk patch would skip (after a blank line or text between hunks, or BOM-prefixed): "
              "refused rather than graded without it",
     "the diff does not apply": f"a hunk patch places more than {MAX_OFFSET} lines from its header",
-    "the diff has more than one file section": "two sections for the editable file",
     "the diff touches": "a 'diff --git' line naming another file, whose ---/+++ lines name the editable one",
 }
 
@@ -132,6 +131,12 @@ CASES = {
     "short count anchors the hunk at the end": (BASE.replace("@@ -53,11 +52,10 @@", "@@ -53,9 +52,8 @@"),
                                                  "failed"),
     "offset within the bound": (_shift(7), "applied"),
+    # red2 W5: a chmod of the editable file (patch sets the mode; the text is what is graded), and
+    # two sections for it, applied in order
+    "git mode change": ("diff --git a/hs_top.v b/hs_top.v\nold mode 100644\nnew mode 100755\n" + BASE,
+                        "applied"),
+    "two sections": (BASE + udiff(FIXED, "// note\n" + FIXED), "applied"),
+    "two sections, the second not applying": (BASE + BASE, "failed"),
     # a creation of the editable file (compared on a copy without it)
     "whole file from /dev/null": (DEVNULL, "applied"),
     "git whole file": ("diff --git a/hs_top.v b/hs_top.v\nnew file mode 100644\nindex 0000000..1234567\n"

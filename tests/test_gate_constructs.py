@@ -80,6 +80,9 @@ CONSTRUCTS = {
  "wire_initializer_comma": "wire [7:0] a = x, b = ~x; assign y = a & b;",
  "var_decl_comma_init": "logic [7:0] k0 = 8'd3, k1 = 8'd5; assign y = x + k0 + k1;",
  "alias": "wire [7:0] w1, w2; alias w1 = w2; assign w1 = x; assign y = w2;",
+ # Enum methods on a function argument and on a port (red2 W2): the usual next-state helper.
+ "enum_methods_function_argument": "typedef enum logic [1:0] {S0, S1, S2} st_t; function automatic st_t nxt(input st_t s); return (s == s.last()) ? s.first() : s.next(); endfunction function automatic st_t prv(input st_t s); return s.prev(); endfunction st_t q; always_ff @(posedge clk or negedge rst_n) if (!rst_n) q <= S0; else q <= x[0] ? nxt(q) : prv(q); assign y = {6'd0, q};",
+ "enum_methods_port": None,
 }
 PKG = "package pk; typedef struct packed { logic [3:0] a; logic [3:0] b; } s_t; function automatic logic [7:0] sw(input s_t s); return {s.b, s.a}; endfunction endpackage\n"
 IFC = "interface bus_if; logic [7:0] d; logic v; endinterface\n"
@@ -91,6 +94,13 @@ def design(name: str, body: str | None) -> str:
         pre, body = PKG, "pk::s_t s; assign s = x; assign y = pk::sw(s);"
     elif name == "local_interface":
         pre, body = IFC, "bus_if b(); assign b.d = x; assign b.v = 1'b1; assign y = b.v ? b.d : 8'd0;"
+    elif name == "enum_methods_port":
+        pre = "package st_pkg; typedef enum logic [1:0] {S0, S1, S2} st_t; endpackage\n"
+        body = "st_t q; always_ff @(posedge clk or negedge rst_n) if (!rst_n) q <= S0; else q <= s_i.next(); assign y = {6'd0, q} + 8'(s_i.num());"
+        return (f"{pre}{REF}module construct_probe import st_pkg::*; (input logic clk, input logic rst_n, input st_t s_i, "
+                f"output logic [7:0] y);\n  {body}\nendmodule\n").replace(
+            "\nendmodule\nmodule construct_probe", "\n  logic [7:0] probe_y;\n  construct_probe u_probe (.clk(clk_a_i), "
+            ".rst_n(rst_a_ni), .s_i(st_pkg::st_t'({1'b0, start_i})), .y(probe_y));\nendmodule\nmodule construct_probe", 1)
     elif name == "forever_break":
         body = "always_comb begin int i; y = 0; i = 0; forever begin if (i == 4) break; y = y + x[i]; i++; end end"
     probe = (f"{pre}module construct_probe (input logic clk, input logic rst_n, input logic [7:0] x, output logic [7:0] y);\n"
@@ -116,7 +126,7 @@ MORE = {
     # Assertions that do something besides reporting stay refused (issue 36, class 4).
     "assert_side_effect": ("logic f; always_ff @(posedge clk) assert (x != 0) else f <= 1'b1; "
                            "assign y = {7'd0, f};", "POL-CONSTRUCT"),
-    "assert_fatal": ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", "POL-SYSCALL"),
+    "assert_fatal": ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", "POL-CONSTRUCT"),
     "assert_time_argument": ("always_comb begin y = x; assert (y == x) else $error(\"%t\", $time); end",
                              "POL-SYSCALL"),
     "assert_increment_argument": ("logic [7:0] c; always_comb begin c = x; y = x; assert (y == x) else "
@@ -124,7 +134,34 @@ MORE = {
     "assert_function_condition": ("logic [7:0] g; function automatic logic chk(input logic [7:0] a); g = a; "
                                   "return 1'b1; endfunction always_comb begin y = x; assert (chk(x)); end",
                                   "POL-CONSTRUCT"),
-    "assert_deferred": ("always_comb begin y = x; assert #0 (y == x) else $error(\"m\"); end", "POL-CONSTRUCT"),
+    # Deferred assertions are dropped by synthesis as the immediate ones are (red2 W3).
+    "assert_deferred": ("always_comb begin y = x; assert #0 (y == x) else $error(\"m\"); end", None),
+    "assert_final": ("always_comb begin y = x; assert final (y == x) else $warning(\"m\"); end", None),
+    "assert_deferred_member": ("assign y = x; a_y: assert final (y == x); a_z: assert #0 (y == x) else "
+                               "$info(\"i\");", None),
+    "assert_deferred_writes": ("logic f; always_comb begin y = x; f = 1'b0; assert #0 (y == x) else f = 1'b1; "
+                               "end", "POL-CONSTRUCT"),
+    # An initial block that holds only assertions that report is dropped with them (red2 W4).
+    "initial_assert": ("assign y = x; initial assert (8 >= 2) else $error(\"width\");", None),
+    "initial_block_of_asserts": ("assign y = x; initial begin : chk assert (1) else $error(\"a\"); "
+                                 "assert final (1); end", None),
+    "initial_empty": ("assign y = x; initial begin end", "POL-INITIAL"),
+    "initial_assert_and_assign": ("logic z; assign y = x; initial begin assert (1) else $error(\"a\"); "
+                                  "z = 1'b0; end", "POL-INITIAL"),
+    # Elaboration tasks (IEEE 1800-2017 20.11) in a generate branch: run by the elaborator only.
+    "elab_error_not_taken": ("localparam int W = 8; assign y = x; if (W < 2) begin : g_chk $error(\"W %0d\", W); "
+                             "end", None),
+    "elab_warning_not_taken": ("localparam int W = 8; assign y = x; if (W < 2) begin : g_chk $warning(\"W\"); "
+                               "$info(\"i\"); end", None),
+    "elab_fatal_not_taken": ("localparam int W = 8; assign y = x; if (W > 8) begin : g_chk $fatal(1, \"W\"); "
+                             "end", None),
+    # A let is expanded where it is used: one that names a user function is that call (red2 H1),
+    # and one that is pure may be called in a condition.
+    "assert_let_hides_call": ("logic [7:0] g; function automatic logic chk(input logic [7:0] a); g = a; "
+                              "return 1'b1; endfunction let ok = chk(x); let ok2 = ok && 1'b1; always_comb begin "
+                              "y = x; assert (ok2) else $error(\"m\"); end", "POL-CONSTRUCT"),
+    "assert_pure_let_call": ("let same(a, b) = a == b; always_comb begin y = x; assert (same(y, x)) else "
+                             "$error(\"m\"); end", None),
     "assert_property": ("always_comb y = x; assert property (@(posedge clk) y == x);", "POL-CONSTRUCT"),
     "assume_reports": ("always_comb begin y = x; assume (y == x) $info(\"ok\"); else $warning(\"w %d\", x); "
                        "end", None),
@@ -153,6 +190,49 @@ def test_assertions_are_accepted_only_when_they_only_report(name):
         assert res.status == "pass", res.findings
     else:
         assert res.status == "refused" and rule in {f["rule"] for f in res.findings}, res.findings
+
+
+def test_elaboration_error_in_an_elaborated_branch_is_the_compile_error():
+    body = "localparam int W = 8; assign y = x; if (W > 4) begin : g_chk $error(\"W is %0d\", W); end"
+    res = run_gate(T, {T.editable: design("elab", body)})
+    assert res.status == "refused" and [f["rule"] for f in res.findings] == ["GATE-PARSE"], res.findings
+    assert "W is 8" in res.findings[0]["message"]
+
+
+@pytest.mark.parametrize("body,words", [
+    # one finding, naming what is wrong; no second POL-SYSCALL on the action block's $error (red2 F1)
+    ("logic f; always_ff @(posedge clk) assert (x != 0) else begin $error(\"e\"); f <= 1'b1; end "
+     "assign y = {7'd0, f};", ("its action block does", "f <= 1 'b 1")),
+    ("always_comb begin y = x; assert (y == x) else $fatal(1, \"m\"); end", ("calls $fatal",)),
+    ("logic [7:0] c; always_comb begin c = x; y = x; assert (y == x) else $error(\"%d\", c++); end",
+     ("its $error has an argument",)),
+    # a concurrent assertion: where it may go instead (red2 F3)
+    ("always_comb y = x; assert property (@(posedge clk) y == x) else $error(\"p\");",
+     ("assert property", "`ifndef SYNTHESIS", "immediate assert")),
+])
+def test_a_refused_assertion_gets_one_finding_that_says_why(body, words):
+    res = run_gate(T, {T.editable: design("refused_assertion", body)})
+    assert [f["rule"] for f in res.findings] == ["POL-CONSTRUCT"], res.findings
+    assert all(w in res.findings[0]["message"] for w in words), res.findings[0]["message"]
+
+
+def test_an_initial_block_that_reports_nothing_is_not_told_about_resets():
+    res = run_gate(T, {T.editable: design("initial_display", "assign y = x; initial $display(\"hi\");")})
+    initial = [f for f in res.findings if f["rule"] == "POL-INITIAL"]
+    assert initial and "reset" not in initial[0]["message"] and "generate if" in initial[0]["message"]
+
+
+@pytest.mark.parametrize("extra", [
+    "  always_comb begin a_rdy: assert #0 (ready_o == !busy_q) else $error(\"m\"); end",
+    "  a_fin: assert final (ready_o == !busy_q);",
+    "  initial assert (1) else $error(\"s\");",
+    "  if (1 < 0) begin : g_chk $error(\"never\"); end",
+])
+def test_a_dropped_check_leaves_the_netlist_as_it_was(extra):
+    text = REF.replace("  assign ready_o = !busy_q;", "  assign ready_o = !busy_q;\n" + extra)
+    res = run_gate(T, {T.editable: text})
+    assert res.status == "pass", res.findings
+    assert res.netlist["sha256"] == run_gate(T, {T.editable: REF}).netlist["sha256"]
 
 
 def test_an_accepted_assertion_leaves_nothing_in_the_netlist():
@@ -193,8 +273,39 @@ def test_enum_methods_are_written_only_where_the_text_says_what_they_return():
     out = synth.enum_methods(text)
     assert "((s) == A ? B : (s) == B ? C : (s) == C ? A : e_t'('x))" in out and "(A);" in out
     assert out.count("\n") == text.count("\n")
-    # A member name declared again elsewhere (it might not resolve to the member), the variable
-    # declared twice, or the typedef declared twice: left as written.
-    for extra in ("  logic A;\n", "  e_t s;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
+    # A member name declared again elsewhere (it might not resolve to the member), or the typedef
+    # declared twice: left as written.
+    # An argument of the enum type in two functions, and a port of it: written (red2 W2).
+    fn = text.replace("  e_t s;\n", "  e_t s;\n  function automatic e_t f(input e_t s); return s.next(); endfunction\n"
+                      "  function automatic e_t g(input e_t s); return s.prev(); endfunction\n")
+    out = synth.enum_methods(fn)
+    assert out.count("e_t'('x)") == 3 and ".next" not in out and ".prev" not in out
+    port = text.replace("(output logic [1:0] y)", "(input e_t s, output logic [1:0] y)").replace("  e_t s;\n", "")
+    assert "(s) == A ? B" in synth.enum_methods(port)
+    # The same name declared with another type somewhere in the text: left as written.
+    assert ".next()" in synth.enum_methods(fn + "module n; logic [1:0] s; endmodule\n")
+    # (A variable declared twice with the one type is written: whichever declaration the name
+    # resolves to, the method returns the same; twice in one scope is the front end's error.)
+    for extra in ("  logic A;\n", "  typedef enum logic [1:0] {A = 2'd2, B = 2'd0, C = 2'd1} e_t;\n"):
         changed = text.replace("endmodule", extra + "endmodule")
         assert synth.enum_methods(changed) == changed, extra
+
+
+@pytest.mark.parametrize("extra,rule,words", [
+    # an inout argument: yosys-slang reports the call line as "unsupported language feature" (red2 W1)
+    ("  logic [3:0] t_q;\n  function automatic void inc(inout logic [3:0] v); v = v + 1; endfunction\n"
+     "  always_ff @(posedge clk_a_i or negedge rst_a_ni)\n    if (!rst_a_ni) t_q <= 0;\n"
+     "    else begin logic [3:0] n; n = t_q; inc(n); t_q <= n; end",
+     "GATE-SYNTH", ("inout argument of function 'inc'", "output argument")),
+    # an asynchronous reset written as a ternary (red2 F3)
+    ("  logic t_q;\n  always @(posedge clk_a_i or negedge rst_a_ni) t_q <= !rst_a_ni ? 1'b0 : done_o;",
+     "GATE-SYNTH", ("if (!rst_n) q <= 0; else q <= d;", "not as a ternary")),
+    # an unclosed translate_off region: the cause first, with its line (red2 F2)
+    ("  // synopsys translate_off", "GATE-PARSE", ("translate_off region opened at line 43 is never closed",
+                                                  "translate_on")),
+])
+def test_a_refusal_names_the_construct_and_the_rewrite(extra, rule, words):
+    text = REF.replace("  assign ready_o = !busy_q;", "  assign ready_o = !busy_q;\n" + extra)
+    res = run_gate(T, {T.editable: text})
+    assert res.status == "refused" and res.findings[0]["rule"] == rule, res.findings
+    assert all(w in res.findings[0]["message"] for w in words), res.findings[0]["message"]

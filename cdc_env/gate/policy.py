@@ -31,6 +31,11 @@ PURE_SYSCALLS = frozenset({
 # Severity tasks an accepted immediate assertion may call in its action blocks: they report, they
 # do not stop the run or change a value (synthesis drops the assertion: synth.synthesize).
 SEVERITY_TASKS = frozenset({"$error", "$warning", "$info"})
+# The elaboration system tasks (IEEE 1800-2017 20.11): a module or generate-block item run once by
+# the elaborator, never by the simulation. slang evaluates them: in a generate branch not taken
+# they do nothing; $error or $fatal in an elaborated one fails the compile (GATE-PARSE, with the
+# message), and $warning or $info only print. No netlist can hold one.
+ELAB_TASKS = frozenset({"$fatal", "$error", "$warning", "$info"})
 
 SK = syntax.SyntaxKind
 TK = parsing.TokenKind
@@ -50,7 +55,8 @@ _KIND_RULES: dict[object, tuple[str, str]] = {
     SK.CycleDelay: ("POL-DELAY", "remove the cycle delay"),
     SK.Delay3: ("POL-DELAY", "remove the delay; the design must be delay-free RTL"),
     SK.OneStepDelay: ("POL-DELAY", "remove the delay"),
-    SK.InitialBlock: ("POL-INITIAL", "remove the initial block; give registers a reset instead"),
+    SK.InitialBlock: ("POL-INITIAL", "remove the initial block; give registers a reset instead "
+                      "(an initial block that holds only assertions that report is accepted)"),
     SK.FinalBlock: ("POL-INITIAL", "remove the final block"),
     SK.DPIImport: ("POL-DPI", "remove the DPI import; the design may not call foreign code"),
     SK.DPIExport: ("POL-DPI", "remove the DPI export"),
@@ -62,11 +68,7 @@ _CONSTRUCTS = {
     SK.ParallelBlockStatement: "fork/join", SK.WaitStatement: "wait", SK.WaitForkStatement: "wait fork",
     SK.WaitOrderStatement: "wait_order", SK.BlockingEventTriggerStatement: "event trigger ->",
     SK.NonblockingEventTriggerStatement: "event trigger ->>", SK.DisableStatement: "disable",
-    SK.DisableForkStatement: "disable fork", SK.ImmediateAssertStatement: "assertion",
-    SK.AssertPropertyStatement: "assertion", SK.ConcurrentAssertionMember: "assertion",
-    SK.ImmediateAssertionMember: "assertion", SK.DeferredAssertion: "assertion",
-    SK.CoverPropertyStatement: "cover", SK.CoverSequenceStatement: "cover",
-    SK.ImmediateCoverStatement: "cover", SK.ExpectPropertyStatement: "expect",
+    SK.DisableForkStatement: "disable fork", SK.ImmediateCoverStatement: "cover",
     SK.PropertyDeclaration: "property", SK.SequenceDeclaration: "sequence",
     SK.ClockingDeclaration: "clocking block",
     SK.NetAlias: "alias",
@@ -74,6 +76,13 @@ _CONSTRUCTS = {
     SK.NetTypeDeclaration: "nettype", SK.UserDefinedNetDeclaration: "user-defined net",
     SK.ForeverStatement: "forever", SK.EventType: "event variable",
 }
+# Concurrent assertions (IEEE 1800-2017 16.14): judged by their statement (the module item that
+# holds one, ConcurrentAssertionMember, is not judged apart). An immediate assertion, deferred or
+# not, is judged by ``_immediate_problem``; the member and the ``#0``/``final`` that hold or mark
+# one are not judged apart either.
+_CONCURRENT = {SK.AssertPropertyStatement: "assert property", SK.AssumePropertyStatement: "assume property",
+               SK.CoverPropertyStatement: "cover property", SK.CoverSequenceStatement: "cover sequence",
+               SK.RestrictPropertyStatement: "restrict property", SK.ExpectPropertyStatement: "expect"}
 _UNIT_KINDS = {SK.ModuleDeclaration: "module", SK.InterfaceDeclaration: "interface",
                SK.ProgramDeclaration: "program", SK.PackageDeclaration: "package",
                SK.UdpDeclaration: "primitive", SK.CheckerDeclaration: "checker",
@@ -118,16 +127,21 @@ _SIDE_EFFECTS = {TK.DoublePlus, TK.DoubleMinus, TK.Equals, TK.PlusEqual, TK.Minu
                  TK.LeftShiftEqual, TK.RightShiftEqual, TK.TripleLeftShiftEqual, TK.TripleRightShiftEqual}
 
 
-def _pure(node) -> bool:
+def _pure(node, lets: dict[str, bool] | None = None) -> bool:
     """An expression with no effect but its value: no assignment or increment, no call of a
-    user function or task (which could write a variable); system functions are the policy's."""
+    user function or task (which could write a variable); system functions are the policy's.
+    ``lets``: the file's ``let`` names, each with whether its expression is pure; a let is
+    expanded where it is used (IEEE 1800-2017 11.12), so naming an impure one (``let x = f();``
+    ... ``assert (x)``) is the call it hides, and calling a pure one is no call of a function."""
+    lets = lets or {}
     bad = [False]
 
     def visit(x) -> bool:
         if isinstance(x, parsing.Token):
-            if x.kind in _SIDE_EFFECTS:
+            if x.kind in _SIDE_EFFECTS or (x.kind == TK.Identifier and lets.get(x.valueText) is False):
                 bad[0] = True
-        elif x.kind == SK.InvocationExpression and x.left.kind != SK.SystemName:
+        elif x.kind == SK.InvocationExpression and x.left.kind != SK.SystemName and not (
+                x.left.kind == SK.IdentifierName and lets.get(x.left.identifier.valueText)):
             bad[0] = True
         return True
 
@@ -135,28 +149,109 @@ def _pure(node) -> bool:
     return not bad[0]
 
 
-def _report_only(stmt) -> list | None:
-    """The severity-task token of an action block that only reports (nothing, ``;``, or one
-    ``$error/$warning/$info(...)`` call with pure arguments), as a list; None otherwise."""
+def _let_purity(root) -> dict[str, bool]:
+    """Every ``let`` the file declares, by name, with whether its expression is pure once the lets
+    it names are expanded too (a name declared twice counts as impure if either is)."""
+    exprs: dict[str, list] = {}
+
+    def visit(x) -> bool:
+        if not isinstance(x, parsing.Token) and x.kind == SK.LetDeclaration:
+            exprs.setdefault(x.identifier.valueText, []).append(x.expr)
+        return True
+
+    root.visit(visit)
+    pure = dict.fromkeys(exprs, True)
+    changed = True
+    while changed:  # a let made impure can make the lets that name it impure: to a fixed point
+        changed = False
+        for name, es in exprs.items():
+            if pure[name] and not all(_pure(e, pure) for e in es):
+                pure[name], changed = False, True
+    return pure
+
+
+def _report_only(stmt, lets: dict[str, bool]) -> bool:
+    """An action block that only reports: nothing, ``;``, or one ``$error/$warning/$info(...)``
+    call with pure arguments."""
     if stmt is None or stmt.kind == SK.EmptyStatement:
-        return []
+        return True
+    name = _system_call(stmt)
+    if name is None or name.valueText not in SEVERITY_TASKS:
+        return False
+    return stmt.expr.arguments is None or _pure(stmt.expr.arguments, lets)
+
+
+def _system_call(stmt):  # noqa: ANN202 -- a pyslang token or None
+    """The name token of a statement that is one system task call (``$error(...);``), or None."""
     expr = getattr(stmt, "expr", None) if stmt.kind == SK.ExpressionStatement else None
     if expr is None or expr.kind != SK.InvocationExpression or expr.left.kind != SK.SystemName:
         return None
-    name = expr.left.systemIdentifier
-    if name.valueText not in SEVERITY_TASKS or (expr.arguments is not None and not _pure(expr.arguments)):
-        return None
-    return [name]
+    return expr.left.systemIdentifier
 
 
-def _reporting_assertion(n) -> list | None:
-    """For an immediate assert or assume (not deferred) whose condition is pure and whose action
-    blocks only report: the severity-task tokens it calls. None for any other assertion."""
-    if n.kind not in _IMMEDIATE or n.delay is not None or not _pure(n.expr):
-        return None
-    first = _report_only(n.action.statement)
-    other = _report_only(n.action.elseClause.clause) if n.action.elseClause is not None else []
-    return None if first is None or other is None else first + other
+def _actions(n) -> list:
+    """The action-block statements of an assertion (pass and fail), the ones present."""
+    a = n.action
+    if a is None:
+        return []
+    out = [a.statement]
+    if a.elseClause is not None:
+        out.append(a.elseClause.clause)
+    return [x for x in out if x is not None]
+
+
+def _immediate_problem(n, lets: dict[str, bool]) -> str | None:
+    """Why an immediate assertion (``assert``/``assume``, deferred ``#0``/``final`` or not) is not
+    one that only reports, in words for the finding; None when it only reports. Synthesis drops
+    an immediate assertion, deferred or not, so one that only reports cannot change the netlist."""
+    if not _pure(n.expr, lets):
+        return (f"its condition ('{_snippet(n.expr)}') calls a user function or assigns a variable, "
+                "which the netlist would do without the assertion")
+    for stmt in _actions(n):
+        if not _report_only(stmt, lets):
+            call = _system_call(stmt)
+            if call is not None and call.valueText in SEVERITY_TASKS:
+                return (f"its {call.valueText} has an argument that calls a user function or assigns "
+                        "a variable")
+            what = f"calls {call.valueText}" if call is not None else f"does '{_snippet(stmt)}'"
+            return (f"its action block {what}; an action block may only report (one $error, "
+                    "$warning or $info call)")
+    return None
+
+
+def _action_calls(n) -> list:
+    """The name tokens of the system-task calls that are statements of an assertion's action
+    blocks (``$error(...);``, also inside a begin-end block): the assertion's own finding speaks
+    for them, or they are the reporting an accepted assertion may do."""
+    out: list = []
+
+    def visit(x) -> bool:
+        if not isinstance(x, parsing.Token) and x.kind == SK.ExpressionStatement:
+            call = _system_call(x)
+            if call is not None:
+                out.append(call)
+        return True
+
+    for stmt in _actions(n):
+        stmt.visit(visit)
+    return out
+
+
+def _only_reports(stmt, lets: dict[str, bool]) -> int | None:
+    """How many immediate assertions ``stmt`` (an initial block's body) holds when it does
+    nothing but assertions that only report, in begin-end blocks or alone (so it cannot change a
+    value, and synthesis drops the block); None when it does anything else."""
+    if stmt.kind == SK.EmptyStatement:
+        return 0
+    if stmt.kind == SK.SequentialBlockStatement:
+        counts = [None if isinstance(i, parsing.Token) else _only_reports(i, lets) for i in stmt.items]
+        return None if None in counts else sum(counts)
+    return 1 if stmt.kind in _IMMEDIATE and _immediate_problem(stmt, lets) is None else None
+
+
+def _assigns(node) -> bool:
+    """``node`` holds an assignment, an increment or a call of a user subroutine."""
+    return not _pure(node)
 
 
 class _Checker:
@@ -164,13 +259,19 @@ class _Checker:
         self.fe, self.p = fe, p
         self.where = where if where is not None else {}  # the line being checked, for GATE-INTERNAL
         self.last = None  # the node being checked
-        self.reports: set[tuple[int, int]] = set()  # severity tasks of accepted assertions
+        self.reports: set[tuple[int, int]] = set()  # system tasks spoken for (quiet)
         self.out: list[dict] = []
         self.signals: dict[int, set[str]] = {}  # module node -> its port, net and variable names
+        self.lets = _let_purity(p.tree.root)
 
     def add(self, rule: str, msg: str, loc) -> None:
         file, line = self.fe.line_of(loc)
         self.out.append(finding(rule, msg, file=file or self.p.name, line=line))
+
+    def quiet(self, tokens: list) -> None:
+        """System-task tokens that get no POL-SYSCALL: an accepted construct's reporting calls, or
+        the action-block calls of an assertion whose own finding says what is wrong."""
+        self.reports.update((t.location.buffer.id, t.location.offset) for t in tokens)
 
     def directive(self, node) -> None:
         name = _dir_name(node)
@@ -202,18 +303,36 @@ class _Checker:
     def node(self, n) -> None:
         k = n.kind
         loc = n.sourceRange.start
-        if k in _IMMEDIATE and (calls := _reporting_assertion(n)) is not None:
-            # An immediate assertion that only reports: synthesis drops it (the netlist that runs
-            # has none), and nothing in it writes a value. Its $error/$warning/$info are accepted.
-            self.reports.update((t.location.buffer.id, t.location.offset) for t in calls)
+        if k in _IMMEDIATE:
+            # An immediate assertion, deferred or not: synthesis drops it (the netlist that runs
+            # has none). One that only reports is accepted with its $error/$warning/$info; any
+            # other gets one finding that says why, and its action-block calls no second one.
+            self.quiet(_action_calls(n))
+            problem = _immediate_problem(n, self.lets)
+            if problem is not None:
+                self.add("POL-CONSTRUCT", f"assertion ('{_snippet(n)}'): {problem}. An immediate assert "
+                         "or assume (also #0 or final) is accepted when its condition is pure and its "
+                         "action blocks only report; remove the rest or write it as logic", loc)
+        elif k in _CONCURRENT:
+            self.quiet(_action_calls(n))
+            self.add("POL-CONSTRUCT", f"{_CONCURRENT[k]} ('{_snippet(n)}') is a concurrent assertion, "
+                     "which synthesis does not build and the design may not hold: put it between "
+                     "`ifndef SYNTHESIS and `endif (text the grader neither synthesizes nor simulates), "
+                     "or check it with an immediate assert in a clocked always block", loc)
+        elif k == SK.ElabSystemTask and n.name.valueText in ELAB_TASKS:
+            # An elaboration task (IEEE 1800-2017 20.11) runs in the elaborator only: slang
+            # evaluates it in the branch elaborated, and one that fails makes a compile error.
+            self.quiet([n.name])
+        elif k == SK.InitialBlock and (_only_reports(n.statement, self.lets) or 0) > 0:
+            pass  # assertions that report and nothing else: synthesis drops the block with them
+        elif k == SK.InitialBlock and not _assigns(n.statement):
+            self.add("POL-INITIAL", f"'{_snippet(n)}' is not allowed: an initial block runs once in "
+                     "simulation, not as hardware; remove it (an initial block of assertions that "
+                     "only report is accepted, and a check of parameters is written as a generate "
+                     "if with $error, which fails the elaboration)", loc)
         elif k in _KIND_RULES:
             rule, fix = _KIND_RULES[k]
             self.add(rule, f"'{_snippet(n)}' is not allowed: {fix}", loc)
-        elif k in _IMMEDIATE:
-            self.add("POL-CONSTRUCT", f"assertion ('{_snippet(n)}'): an immediate assert or assume is "
-                     "accepted only with a pure condition and action blocks that only report ($error, "
-                     "$warning or $info with pure arguments, no #0/final); remove the rest or write it as "
-                     "logic", loc)
         elif k in _CONSTRUCTS:
             self.add("POL-CONSTRUCT", f"{_CONSTRUCTS[k]} ('{_snippet(n)}') is outside the design "
                      "subset the grader accepts; write plain RTL", loc)
@@ -282,7 +401,19 @@ class _Checker:
             raise
         for d in self.p.tree.diagnostics:
             code = str(d.code).removeprefix("DiagCode(").rstrip(")")
-            if code in ("UnknownDirective", "UndefinedMacro"):
+            if code == "UnclosedTranslateOff":
+                # Said first, as the cause: the front end drops the rest of the file, so its next
+                # error ("expected 'endmodule'") is only the consequence (red2 F2).
+                closing = str(d.args[0]) if d.args else "translate_on"
+                file, line = self.fe.line_of(d.location)
+                self.out.append(finding(
+                    "GATE-PARSE", f"the translate_off region opened at line {line} is never closed: the "
+                    "front end drops everything after it to the end of the file (an \"expected 'endmodule'\" "
+                    "that follows is this); "
+                    f"close it with the matching comment (// synopsys {closing}, or the prefix the "
+                    "opening one uses) or remove the opening one",
+                    file=file or self.p.name, line=line))
+            elif code in ("UnknownDirective", "UndefinedMacro"):
                 self.add("POL-DIRECTIVE", "an unknown directive or undefined macro (tool directives "
                          "such as `verilator_config or `systemc_* are not allowed); remove it", d.location)
         return self.out

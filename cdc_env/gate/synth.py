@@ -473,8 +473,9 @@ def enum_methods(text: str) -> str:
     written as what they return, which yosys-slang 0.70 refuses ("unsupported system task").
 
     Written only where the text alone says exactly what the method returns: the variable is a
-    plain identifier declared once in the text, of a type named by a ``typedef enum`` that the
-    text declares once, whose members are plain names (no ``A[3]`` ranges), and no member name is
+    plain identifier (a variable, a port, or a function or task argument) each of whose
+    declarations in the text is of the one type, named by a ``typedef enum`` that the text
+    declares once, whose members are plain names (no ``A[3]`` ranges), and no member name is
     declared anywhere else in the text (so the name written resolves to the member). Then
     ``v.first()`` is the first member, ``v.last()`` the last, ``v.num()`` their count, and
     ``v.next()`` / ``v.prev()`` a chain of comparisons in declaration order with the wrap
@@ -494,7 +495,7 @@ def enum_methods(text: str) -> str:
     raw = text.encode("utf-8")
     enums: dict[str, list] = {}  # typedef name -> (members, default) or None when unusable
     declared: dict[str, int] = {}
-    of_type: dict[str, str] = {}  # variable -> its named type
+    of_type: dict[str, list[str]] = {}  # name -> the named type of each declaration of it
     calls: list = []
 
     def visit(n) -> bool:  # noqa: ANN001
@@ -510,23 +511,27 @@ def enum_methods(text: str) -> str:
                 [m.name.valueText for m in members], "'x" if word in _FOUR_STATE else "'0"]
         elif n.kind == K.Declarator:
             declared[n.name.valueText] = declared.get(n.name.valueText, 0) + 1
-        elif (n.kind == K.DataDeclaration and n.type.kind == K.NamedType
-              and n.type.name.kind == K.IdentifierName):
-            for d in n.declarators:
-                if not isinstance(d, parsing.Token) and len(d.dimensions) == 0:
-                    of_type[d.name.valueText] = n.type.name.identifier.valueText
         elif (n.kind == K.ScopedName and n.separator.kind == parsing.TokenKind.Dot
               and n.left.kind == K.IdentifierName and n.right.kind == K.IdentifierName
               and n.right.identifier.valueText in _ENUM_METHODS):
             calls.append(n)
+        elif (typed := _typed_declarators(n, K, parsing)) is not None:
+            for d in typed[1]:
+                if len(d.dimensions) == 0:
+                    of_type.setdefault(d.name.valueText, []).append(typed[0])
         return True
 
     root.visit(visit)
     edits: list[tuple[int, int, str]] = []
     for n in calls:
         var, method = n.left.identifier.valueText, n.right.identifier.valueText
-        enum = enums.get(of_type.get(var, ""))
-        if enum is None or declared.get(var) != 1 or any(declared.get(m) != 1 for m in enum[0]):
+        types = of_type.get(var, [])
+        # Every declaration of the name (a variable, a port, the arguments of several functions)
+        # is of the one enum type, so whichever the name resolves to, the method returns the same.
+        if not types or len(set(types)) != 1 or declared.get(var) != len(types):
+            continue
+        enum = enums.get(types[0])
+        if enum is None or any(declared.get(m) != 1 for m in enum[0]):
             continue
         span = n
         p = n.parent
@@ -549,9 +554,28 @@ def enum_methods(text: str) -> str:
             order = members if method == "next" else members[::-1]
             chain = " : ".join(f"({var}) == {a} ? {b}"
                                for a, b in zip(order, order[1:] + order[:1], strict=True))
-            out = f"{chain} : {of_type[var]}'({default})"
+            out = f"{chain} : {types[0]}'({default})"
         edits.append((start, end - start, f"({out})"))
     return _splice(text, edits) if edits else text
+
+
+def _typed_declarators(n, K, parsing) -> tuple[str, list] | None:  # noqa: ANN001 -- pyslang objects
+    """(type name, declarators) of a declaration whose type is a plain type name (``st_t s;``, a
+    port ``input st_t s_i``, a function or task argument ``input st_t s``); None for any other."""
+    if n.kind == K.DataDeclaration:
+        dtype, ds = n.type, list(n.declarators)
+    elif n.kind == K.FunctionPort:
+        dtype, ds = n.dataType, [n.declarator]
+    elif n.kind == K.ImplicitAnsiPort:
+        dtype, ds = getattr(n.header, "dataType", None), [n.declarator]
+    elif n.kind == K.PortDeclaration:
+        dtype, ds = getattr(n.header, "dataType", None), list(n.declarators)
+    else:
+        return None
+    if dtype is None or dtype.kind != K.NamedType or dtype.name.kind != K.IdentifierName:
+        return None
+    ds = [d for d in ds if d is not None and not isinstance(d, parsing.Token) and d.kind == K.Declarator]
+    return dtype.name.identifier.valueText, ds
 
 
 def prepared(text: str) -> str:
@@ -1083,6 +1107,13 @@ UNSUPPORTED = {
     "randcase": "randcase: not synthesizable; choose by logic",
 }
 _METHOD = re.compile(r"unsupported system task '(\w+)'")
+# A task or function header with an inout argument (yosys-slang 0.70 reports the call, not it).
+_INOUT_SUB = re.compile(r"\b(task|function)\b(?:\s+(?:automatic|static))?[^;(]*?\b(\w+)\s*\(([^;]*?)\)\s*;",
+                        re.S)
+ASYNC_IF = ("the asynchronous reset of a flop must be written as an if on the reset at the top of the "
+            "block (always @(posedge clk or negedge rst_n) if (!rst_n) q <= 0; else q <= d;), not as a "
+            "ternary or a case on the reset (the synthesis front end models an asynchronous load only "
+            "from that if-else)")
 
 
 def _unsupported(workdir: Path, e: dict) -> str:
@@ -1093,14 +1124,22 @@ def _unsupported(workdir: Path, e: dict) -> str:
     if m and m.group(1) in ENUM_METHODS:
         return (f"the enum method .{m.group(1)}() is not supported by the synthesis front end (Yosys 0.70's "
                 f"slang) -- {ENUM_METHODS[m.group(1)]}")
+    if msg.startswith("simple if-else pattern expected in modeling an asynchronous load"):
+        return ASYNC_IF
     if msg.strip() == "unsupported language feature" and e.get("file") and e.get("line"):
         try:
-            line = (workdir / e["file"]).read_text(encoding="utf-8").splitlines()[e["line"] - 1]
+            text = (workdir / e["file"]).read_text(encoding="utf-8")
+            line = text.splitlines()[e["line"] - 1]
         except (OSError, IndexError, ValueError):
-            line = ""
+            text = line = ""
         for word, fix in UNSUPPORTED.items():
             if re.search(rf"\b{word}\b", line):
                 return f"{fix} (the synthesis front end does not support it)"
+        for m in _INOUT_SUB.finditer(text):  # the line calls (or declares) a subroutine with an inout
+            if re.search(r"\binout\b", m.group(3)) and re.search(rf"\b{m.group(2)}\b", line):
+                return (f"the inout argument of {m.group(1)} '{m.group(2)}' (the synthesis front end does "
+                        "not support inout arguments) -- pass the value in with an input argument and "
+                        "out with an output argument, or return it")
     return f"{msg} -- rewrite it as plain RTL"
 
 
