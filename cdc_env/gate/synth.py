@@ -56,8 +56,11 @@ endmodule
 (* blackbox, keep *) module cdc_sync_reset (
   input wire clk_i, input wire rst_ni, output wire rst_no);
 endmodule
+(* blackbox, keep *) module cdc_hold_bus #(parameter integer WIDTH = 8) (
+  input wire clk_i, input wire [WIDTH-1:0] d_i, output wire [WIDTH-1:0] q_o);
+endmodule
 """
-PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset")
+PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset", "cdc_hold_bus")
 # The late-release model (trusted/hdl/cdc_reset.v): every asynchronously reset flop of the netlist
 # that the simulators run becomes a cdc_arst_ff with the cell's own parameters (a falling-edge
 # flop gets its clock through an inverter: the model is rising-edge only). An asynchronous load
