@@ -1443,11 +1443,13 @@ HOLD_PATH: dict[str, frozenset[str]] = {
 
 
 class _Qualified:
-    """Which bits of domain ``dom`` are qualifiers: functions of synchronizer outputs into ``dom``
-    (cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse) and of ``dom``'s registers whose D and enable
-    are such functions themselves (a delayed or edge-detected qualifier, an acknowledge toggle),
-    and of constants -- with at least one synchronizer output among them. Nothing else: no port,
-    no register of another domain, no register fed by anything but qualifiers."""
+    """Which bits of domain ``dom`` are qualifiers: combinational functions of synchronizer
+    outputs into ``dom`` (cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse), of constants and of
+    ``dom``'s registers whose D and enable are such functions themselves (a delayed or
+    edge-detected qualifier), with at least one synchronizer output among them. Nothing else: no
+    port, no register of another domain, no register fed by anything but qualifiers, and no loop
+    through registers (a counter or toggle is state of its own, not a function of the qualifier:
+    a free-running count that mentions the qualifier could load at any time)."""
 
     def __init__(self, a: Analysis, dom: str):
         self.a, self.dom = a, dom
@@ -1467,7 +1469,7 @@ class _Qualified:
         if b in self.memo:
             return self.memo[b]
         if b in self.open:
-            return True, False  # a loop through registers: decided by its other inputs
+            return False, False  # a loop through registers: state, not a qualifier
         self.open.add(b)
         net, a = self.a.net, self.a
         drv = net.driver.get(b)
@@ -1482,7 +1484,8 @@ class _Qualified:
                 if t not in FLOPS or a.cell_dom[cell] != self.dom:
                     res = (False, False)
                 else:
-                    res = self._all([*net.conn(cell, "D"), *net.conn(cell, "EN")])
+                    ok, sync = self._all([*net.conn(cell, "D"), *net.conn(cell, "EN")])
+                    res = (ok and sync, sync)
             else:
                 res = self._all(a.deps(cell).get(b, []))
         self.open.discard(b)
