@@ -59,7 +59,8 @@ PRIM_CLOCKS = {"cdc_sync_bus": (("clk_i", "rst_ni"),), "cdc_sync_bit": (("clk_i"
 PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o",
             "cdc_ram": "rdata_o", "cdc_sync_reset": "rst_no", HOLD: "q_o"}
 PRIM_CLK = {"cdc_sync_bus": "clk_i", "cdc_sync_bit": "clk_i", "cdc_sync_pulse": "dst_clk_i",
-            "cdc_ram": "rclk_i", "cdc_sync_reset": "clk_i", HOLD: "clk_i"}  # the clock of each primitive's output
+            "cdc_ram": "rclk_i", "cdc_sync_reset": "clk_i",
+            HOLD: "clk_i"}  # the clock of each primitive's output
 # The domain of a reset input asynchronous to both clocks (task.toml async_resets): a tag no flop
 # has, so any use of it outside a cdc_sync_reset's rst_ni is a crossing.
 ASYNC = "async"
@@ -1559,9 +1560,10 @@ def _hold_findings(a: Analysis) -> list[dict]:
                         "the select of a multiplexer" if why == "S" else
                         f"the {why} input of a register" if t in FLOPS else f"logic ({t[1:]})")
                 file, line = net.where(user, b)
-            findings.append(finding("CDC-QUAL", f"cdc_hold_bus '{cell}' word ('{net.name(b)}') reaches {what}: "
-                                    "a qualified word may only be loaded, as it is, into registers of its "
-                                    "destination domain under a synchronized qualifier", file=file, line=line))
+            findings.append(finding("CDC-QUAL", f"cdc_hold_bus '{cell}' word ('{net.name(b)}') reaches "
+                                    f"{what}: a qualified word may only be loaded, as it is, into registers "
+                                    "of its destination domain under a synchronized qualifier",
+                                    file=file, line=line))
     return findings
 
 

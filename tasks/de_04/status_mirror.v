@@ -1,5 +1,5 @@
-// status_mirror -- a 16-bit word from the source domain (clk_src_i) to the destination domain
-// (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+// status_mirror -- a 16-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
 module status_mirror (
   input  wire        clk_src_i,
   input  wire        rst_src_ni,

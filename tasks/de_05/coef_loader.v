@@ -1,5 +1,5 @@
-// coef_loader -- a 12-bit word from the source domain (clk_src_i) to the destination domain
-// (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+// coef_loader -- a 12-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
 module coef_loader (
   input  wire        clk_src_i,
   input  wire        rst_src_ni,

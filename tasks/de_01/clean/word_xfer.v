@@ -1,5 +1,5 @@
-// word_xfer -- a 8-bit word from the source domain (clk_src_i) to the destination domain
-// (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+// word_xfer -- a 8-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
 module word_xfer (
   input  wire        clk_src_i,
   input  wire        rst_src_ni,

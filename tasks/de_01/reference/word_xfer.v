@@ -1,7 +1,8 @@
-// word_xfer -- a 8-bit word from the source domain (clk_src_i) to the destination domain
-// (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
-// Fix: the word register and the qualifier toggle change on the same source edge, so the
-// word has been stable for two destination edges or more when the synchronized toggle loads it.
+// word_xfer -- a 8-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+// Fix: the word register and the qualifier toggle change on the same source edge,
+// so the word has been stable for two destination edges or more when the synchronized
+// toggle loads it.
 module word_xfer (
   input  wire        clk_src_i,
   input  wire        rst_src_ni,

@@ -1,7 +1,8 @@
-// coef_loader -- a 12-bit word from the source domain (clk_src_i) to the destination domain
-// (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
-// Fix: the word register and the qualifier toggle change on the same source edge, so the
-// word has been stable for two destination edges or more when the synchronized toggle loads it.
+// coef_loader -- a 12-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+// Fix: the word register and the qualifier toggle change on the same source edge,
+// so the word has been stable for two destination edges or more when the synchronized
+// toggle loads it.
 module coef_loader (
   input  wire        clk_src_i,
   input  wire        rst_src_ni,
