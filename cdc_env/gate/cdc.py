@@ -1484,8 +1484,9 @@ class _Qualified:
             elif cell in a.cell_dom:
                 if t not in FLOPS or a.cell_dom[cell] != self.dom:
                     res = (False, False)
-                else:
-                    ok, sync = self._all([*net.conn(cell, "D"), *net.conn(cell, "EN")])
+                else:  # bit i of a register: its own D bit and the enable
+                    d = net.conn(cell, "D")
+                    ok, sync = self._all([*d[drv[2]:drv[2] + 1], *net.conn(cell, "EN")])
                     res = (ok and sync, sync)
             else:
                 res = self._all(a.deps(cell).get(b, []))
