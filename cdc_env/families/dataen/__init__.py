@@ -15,12 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import Draw, Region, write_files
-from .generator import CAPTURES, SHAPES, DeParams, from_dict, generate
+from .generator import CAPTURES, GAP_SLOW, SHAPES, DeParams, from_dict, generate
 
 TRAIN_WIDTHS = (8, 12, 16)
 HELDOUT_WIDTHS = (10, 20, 24)
 TRAIN_NAMES = ("word_xfer", "cfg_bridge", "sample_port", "status_mirror", "coef_loader", "tag_relay")
 HELDOUT_NAMES = ("gain_handoff", "pixel_hop", "mode_latch", "trim_pass")
+# Ranges of words sent per run that calibration may try (task.toml [stimulus] sends).
+SENDS_STEPS = ((1, 3), (1, 4), (2, 5), (2, 6), (3, 8), (4, 10), (4, 12), (6, 16), (8, 24))
 
 # Visible seeds: chosen by `cdc-env gate-tasks --suggest-visible` (Icarus, late settling on).
 VARIANTS: tuple[DeParams, ...] = (
@@ -59,12 +61,16 @@ class _DataEn:
         held = region == "heldout"
         shape = d.choice(SHAPES)
         ratio = (2.0, 4.0) if shape == "short" else (4.0, 8.0)
+        module = d.choice(HELDOUT_NAMES if held else TRAIN_NAMES)
+        width = d.choice(HELDOUT_WIDTHS if held else TRAIN_WIDTHS)
         return DeParams(
             vid,
-            d.choice(HELDOUT_NAMES if held else TRAIN_NAMES),
-            d.choice(HELDOUT_WIDTHS if held else TRAIN_WIDTHS),
+            module,
+            width,
             shape,
             capture=d.choice(CAPTURES),
+            # where the committed variants' gates hold: fewer words for a wider word (more bits to mix)
+            sends=(4, 12) if shape == "short" else (2, 6) if width < 16 else (1, 4),
             ratio_max=ratio[0],
             excursion_max=ratio[1],
             heldout=held,
@@ -78,11 +84,14 @@ class _DataEn:
         return None
 
     def search(self, p: DeParams) -> Iterator[DeParams]:
-        """The sends range (the stimulus knob that sets the detection band), from p's outwards."""
+        """The sends range (the stimulus knob that sets the detection band: more words per run, more
+        chances to catch the defect), p's first, then the others by distance from it (the
+        smaller first on a tie); the run is lengthened where the range needs it."""
         yield p
-        for lo, hi in ((2, 6), (3, 8), (6, 16), (8, 24), (1, 4), (12, 32)):
-            if (lo, hi) != p.sends:
-                yield replace(p, sends=(lo, hi), run_slow_cycles=max(p.run_slow_cycles, 16 * (hi + 2)))
+        mid = sum(p.sends) / 2
+        steps = sorted((r for r in SENDS_STEPS if r != p.sends), key=lambda r: (abs(sum(r) / 2 - mid), r))
+        for lo, hi in steps:
+            yield replace(p, sends=(lo, hi), run_slow_cycles=max(p.run_slow_cycles, GAP_SLOW * (hi + 2)))
 
 
 FAMILY = _DataEn()
