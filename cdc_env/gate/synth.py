@@ -35,8 +35,8 @@ from . import work
 from .frontend import SLANG_MACROS, SYNTH_DEFINES
 from .rules import finding
 
-# The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
-# (tests/test_gate_synth.py compares them), no bodies. ``keep``: an instance whose output is unused
+# The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/*.v
+# (tests/test_gate_netlist.py compares them), no bodies. ``keep``: an instance whose output is unused
 # stays in the netlist, so the rules judge every primitive the design instantiates.
 PRIMITIVE_STUBS = """\
 (* blackbox, keep *) module cdc_sync_bus #(parameter integer WIDTH = 1) (
