@@ -426,8 +426,8 @@ meets at any ratio.
 **What you may change.** Only `{p.module}.v`. Every signal that crosses between the clock domains
 must go through one of the provided primitives: the qualifier through a synchronizer
 (`cdc_sync_bit`, `cdc_sync_bus`, `cdc_sync_pulse`), the word through `cdc_hold_bus`, loaded only
-into destination registers whose load enable is made of synchronizer outputs (the contract's
-"Qualified data crossings"); read their timing contract with the `contract` tool.
+into destination registers whose load enable is made of synchronizer outputs and registers of them
+(the contract's "qualified data crossings"); read their timing contract with the `contract` tool.
 """
 
 
