@@ -184,6 +184,7 @@ class Ports:
     outputs: dict[str, str]  # output -> domain
     data_outputs: frozenset[str]  # outputs that cdc_ram read data reaches in the task's design
     storage: bool  # the task's design uses cdc_ram
+    hold: bool = False  # the task's design uses cdc_hold_bus (the data-enable family)
 
 
 class Analysis:
@@ -1277,7 +1278,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     # clocked by the wrong side: that is the rewiring (CDC-REWIRE above), not a same-domain copy.
     out.extend(f for cell, f in same if cell not in rewired)
     out.extend(_ram_data(a, storage, ports))
-    out.extend(_hold_findings(a))
+    out.extend(_hold_findings(a, ports.hold if ports else True))
     return dedupe(out), summary(a, prims, crossings)
 
 
@@ -1504,10 +1505,12 @@ class _Qualified:
         return ok, sync
 
 
-def _hold_findings(a: Analysis) -> list[dict]:
-    """CDC-QUAL: cdc_hold_bus's q_o, followed forward through HOLD_PATH cells, reaches only the D
-    of registers of the primitive's destination domain that load it under a qualifier (_Qualified):
-    the register's enable (EN) is a qualifier, or a multiplexer on the way has a qualifier select."""
+def _hold_findings(a: Analysis, provided: bool = True) -> list[dict]:
+    """CDC-QUAL: cdc_hold_bus only in a task whose own design uses it (``provided``, as cdc_ram
+    only where the task provides storage); its q_o, followed forward through HOLD_PATH cells,
+    reaches only the D of registers of the primitive's destination domain that load it under a
+    qualifier (_Qualified): the register's enable (EN) is a qualifier, or a multiplexer on the way
+    has a qualifier select."""
     net = a.net
     out_bits = {b for p in net.module.get("ports", {}).values() if p.get("direction") == "output"
                 for b in p["bits"]}
@@ -1515,6 +1518,13 @@ def _hold_findings(a: Analysis) -> list[dict]:
     quals: dict[str, _Qualified] = {}
     for cell, c in net.cells.items():
         if c["type"] != HOLD:
+            continue
+        if not provided:
+            file, line = net.where(cell)
+            findings.append(finding("CDC-QUAL", f"cdc_hold_bus '{cell}': this task provides no "
+                                    "qualified-word primitive (its report lists the primitives it provides); "
+                                    "cross through "
+                                    "cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse", file=file, line=line))
             continue
         dst = a.prim_dest(cell)
         if dst is None:
@@ -1644,6 +1654,7 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
         if len(doms) == 1:
             outputs[pname] = next(iter(doms))
     storage = any(c["type"] == "cdc_ram" for c in net.cells.values())
+    hold = any(c["type"] == HOLD for c in net.cells.values())
     data_outputs = set()
     if storage:
         dummy = Ports(inputs, outputs, frozenset(), True)
@@ -1651,7 +1662,7 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             msg = f["message"]
             if "status output '" in msg:
                 data_outputs.add(msg.split("status output '")[1].split("'")[0])
-    return Ports(inputs, outputs, frozenset(data_outputs), storage)
+    return Ports(inputs, outputs, frozenset(data_outputs), storage, hold)
 
 
 def _prim_inputs(t: str) -> tuple[tuple[str, ...], ...]:
