@@ -57,9 +57,10 @@ def primitives_file() -> Path:
 
 
 def primitive_files() -> list[Path]:
-    """Every trusted HDL file a build compiles with the design: the primitives (cdc_sync.v) and
-    the reset synchronizer with the late-release model of asynchronously reset flops (cdc_reset.v)."""
-    return [primitives_file(), tb_include_dir() / "cdc_reset.v"]
+    """Every trusted HDL file a build compiles with the design: the primitives (cdc_sync.v), the
+    reset synchronizer with the late-release model of asynchronously reset flops (cdc_reset.v) and
+    the qualified-word primitive (cdc_hold.v)."""
+    return [primitives_file(), tb_include_dir() / "cdc_reset.v", tb_include_dir() / "cdc_hold.v"]
 
 
 def primitives_bytes() -> bytes:

@@ -32,6 +32,7 @@ RUNGS = ("full", "symptom", "minimal")
 DEFAULT_RUNG = "full"
 STORAGE_PRIMITIVE = "cdc_ram"
 RESET_PRIMITIVE = "cdc_sync_reset"
+HOLD_PRIMITIVE = "cdc_hold_bus"  # the qualified word: listed where the task's design uses it
 MODEL_CELL = "cdc_arst_ff"  # the late-release model (trusted/hdl/cdc_reset.v), never in a design
 
 # Section heads (lower case, leading words) -> section kind.
@@ -104,7 +105,8 @@ def primitives(task: Task) -> list[str]:
     """The provided primitives the task may use: every module the primitive files define for
     designs (not the late-release model cell, which synthesis alone places), the storage primitive
     only for a task whose design holds words in it (as gate rule CDC-MEM decides), the reset
-    synchronizer only for a task with a reset asynchronous to its clocks."""
+    synchronizer only for a task with a reset asynchronous to its clocks, the qualified-word
+    primitive only for a task whose design crosses a word through it (the data-enable family)."""
     names = [n for p in paths.primitive_files()
              for n in re.findall(r"^\s*module\s+(\w+)", p.read_text(encoding="utf-8"), re.M)]
     storage = (
@@ -112,8 +114,9 @@ def primitives(task: Task) -> list[str]:
         if task.storage is not None
         else bool(re.search(rf"\b{STORAGE_PRIMITIVE}\b", task.defective_text))
     )
+    hold = bool(re.search(rf"\b{HOLD_PRIMITIVE}\b", task.defective_text))
     skip = {MODEL_CELL} | ({STORAGE_PRIMITIVE} if not storage else set()) | (
-        {RESET_PRIMITIVE} if not task.async_resets else set())
+        {RESET_PRIMITIVE} if not task.async_resets else set()) | ({HOLD_PRIMITIVE} if not hold else set())
     return [n for n in names if n not in skip]
 
 

@@ -123,7 +123,8 @@ def _profile(task: Task) -> tuple[TaskProfile, float]:
         raise RuntimeError(f"task {task.id}: its own design does not synthesize in the gate: {why}")
     storage = payload["storage"] if task.storage is None else task.storage
     ports = cdc.Ports(inputs=payload["inputs"], outputs=payload["outputs"],
-                      data_outputs=frozenset(payload["data_outputs"]), storage=storage)
+                      data_outputs=frozenset(payload["data_outputs"]), storage=storage,
+                      hold=bool(payload.get("hold", False)))
     _PROFILES[key] = TaskProfile(reserved=reserved, ports=ports)
     return _PROFILES[key], learn_cpu
 

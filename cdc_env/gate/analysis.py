@@ -131,4 +131,4 @@ def learn(job: Job) -> dict:
     result = synth.synthesize(Path(job.workdir), job.top, job.files)
     ports = cdc.learn(result["json"], job.top, job.clocks, job.resets)
     return {"inputs": ports.inputs, "outputs": ports.outputs, "data_outputs": sorted(ports.data_outputs),
-            "storage": ports.storage}
+            "storage": ports.storage, "hold": ports.hold}

@@ -19,6 +19,11 @@ Model:
     the same bit (CDC-REDUNDANT: after opt_merge, identical flops are one net).
   * ``cdc_ram`` read data is followed forward: it may pass only data paths (flop D, mux data
     inputs, selections) to the task's data outputs (CDC-MEM).
+  * ``cdc_hold_bus`` (a word held stable by its source while a qualifier crosses) has source
+    registers on ``d_i`` (CDC-SRCLOGIC) and its ``q_o`` followed forward may reach only the D of
+    destination registers loaded under a synchronized qualifier: the register's enable, or the
+    select of a multiplexer on its D path, is a function of synchronizer outputs into its domain
+    and registers made from them alone (CDC-QUAL).
 
 ``check`` returns findings and a summary (what ``cdc-env check --netlist`` prints); ``learn``
 learns the top's port domains and data outputs from the task's own design.
@@ -44,14 +49,18 @@ IMPURE = {"$print": "POL-SYSCALL", "$check": "POL-SYSCALL", "$assert": "POL-CONS
 IGNORED = {"$scopeinfo", "$meminit", "$meminit_v2"}
 BITWISE = {"$and", "$or", "$xor", "$xnor", "$not", "$pos", "$buf", "$bweqx"}
 SYNCS = {"cdc_sync_bus", "cdc_sync_bit"}
+HOLD = "cdc_hold_bus"  # a qualified word: source registers in, loaded under a qualifier (CDC-QUAL)
+QUALIFIERS = {"cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse"}  # outputs a qualifier is made of
 PRIM_CLOCKS = {"cdc_sync_bus": (("clk_i", "rst_ni"),), "cdc_sync_bit": (("clk_i", "rst_ni"),),
                "cdc_sync_pulse": (("src_clk_i", "src_rst_ni"), ("dst_clk_i", "dst_rst_ni")),
                "cdc_ram": (("wclk_i", None), ("rclk_i", None)),
-               "cdc_sync_reset": (("clk_i", None),)}  # its rst_ni: CDC-RESET (_reset_findings)
+               "cdc_sync_reset": (("clk_i", None),),  # its rst_ni: CDC-RESET (_reset_findings)
+               HOLD: (("clk_i", None),)}
 PRIM_OUT = {"cdc_sync_bus": "q_o", "cdc_sync_bit": "q_o", "cdc_sync_pulse": "pulse_o",
-            "cdc_ram": "rdata_o", "cdc_sync_reset": "rst_no"}
+            "cdc_ram": "rdata_o", "cdc_sync_reset": "rst_no", HOLD: "q_o"}
 PRIM_CLK = {"cdc_sync_bus": "clk_i", "cdc_sync_bit": "clk_i", "cdc_sync_pulse": "dst_clk_i",
-            "cdc_ram": "rclk_i", "cdc_sync_reset": "clk_i"}  # the clock of each primitive's output
+            "cdc_ram": "rclk_i", "cdc_sync_reset": "clk_i",
+            HOLD: "clk_i"}  # the clock of each primitive's output
 # The domain of a reset input asynchronous to both clocks (task.toml async_resets): a tag no flop
 # has, so any use of it outside a cdc_sync_reset's rst_ni is a crossing.
 ASYNC = "async"
@@ -175,6 +184,7 @@ class Ports:
     outputs: dict[str, str]  # output -> domain
     data_outputs: frozenset[str]  # outputs that cdc_ram read data reaches in the task's design
     storage: bool  # the task's design uses cdc_ram
+    hold: bool = False  # the task's design uses cdc_hold_bus (the data-enable family)
 
 
 class Analysis:
@@ -1141,7 +1151,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                                        f"'{net.name(rb[0]) if rb else '?'}', not the reset of its clock's "
                                        f"domain {dom} ({want}); connect {want} directly",
                                        file=file, line=line))
-        if t in SYNCS and doms[0]:
+        if (t in SYNCS or t == HOLD) and doms[0]:
             dst = doms[0]
             bits = net.conn(cell, "d_i")
             for i, b in enumerate(bits):
@@ -1165,7 +1175,8 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
                         same.append((cell, finding("CDC-SAME-DOMAIN", msg, file=file, line=line)))
                         continue
                     sync_srcs.add(b)
-                    by_dest[dst].setdefault(b, []).append((cell, i))
+                    if t != HOLD:  # a word bit is no synchronized copy: CDC-REDUNDANT counts synchronizers
+                        by_dest[dst].setdefault(b, []).append((cell, i))
                     crossings.append({"primitive": cell, "type": t, "from": sdom, "to": dst,
                                       "bit": net.name(b)})
                 else:
@@ -1267,6 +1278,7 @@ def check(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
     # clocked by the wrong side: that is the rewiring (CDC-REWIRE above), not a same-domain copy.
     out.extend(f for cell, f in same if cell not in rewired)
     out.extend(_ram_data(a, storage, ports))
+    out.extend(_hold_findings(a, ports.hold if ports else True))
     return dedupe(out), summary(a, prims, crossings)
 
 
@@ -1424,6 +1436,148 @@ def _ram_data(a: Analysis, storage: bool, ports: Ports | None) -> list[dict]:
     return findings
 
 
+# Cells a qualified word passes on its way to the register that loads it: a multiplexer's data
+# inputs (the select is then a load condition) and buffers / inverters (bit for bit).
+HOLD_PATH: dict[str, frozenset[str]] = {
+    "$mux": frozenset({"A", "B"}), "$pmux": frozenset({"A", "B"}), "$bwmux": frozenset({"A", "B"}),
+    "$pos": frozenset({"A"}), "$buf": frozenset({"A"}), "$not": frozenset({"A"}),
+}
+
+
+class _Qualified:
+    """Which bits of domain ``dom`` are qualifiers: combinational functions of synchronizer
+    outputs into ``dom`` (cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse), of constants and of
+    ``dom``'s registers whose D and enable are such functions themselves (a delayed or
+    edge-detected qualifier), with at least one synchronizer output among them. Nothing else: no
+    port, no register of another domain, no register fed by anything but qualifiers, and no loop
+    through registers (a counter or toggle is state of its own, not a function of the qualifier:
+    a free-running count that mentions the qualifier could load at any time)."""
+
+    def __init__(self, a: Analysis, dom: str):
+        self.a, self.dom = a, dom
+        self.memo: dict[int, tuple[bool, bool]] = {}  # bit -> (only qualifier roots, reaches a sync)
+        self.open: set[int] = set()
+
+    def __call__(self, bits) -> bool:
+        ok, sync = True, False
+        for b in bits:
+            o, s = self._bit(b)
+            ok, sync = ok and o, sync or s
+        return ok and sync
+
+    def _bit(self, b) -> tuple[bool, bool]:
+        if not isinstance(b, int):
+            return True, False  # a constant
+        if b in self.memo:
+            return self.memo[b]
+        if b in self.open:
+            return False, False  # a loop through registers: state, not a qualifier
+        self.open.add(b)
+        net, a = self.a.net, self.a
+        drv = net.driver.get(b)
+        res: tuple[bool, bool]
+        if drv is None or drv[0] == "<port>":
+            res = (False, False)
+        else:
+            cell, t = drv[0], net.type(drv[0])
+            if t in PRIM_OUT:
+                res = (t in QUALIFIERS and a.prim_dest(cell) == self.dom, t in QUALIFIERS)
+            elif cell in a.cell_dom:
+                if t not in FLOPS or a.cell_dom[cell] != self.dom:
+                    res = (False, False)
+                else:  # bit i of a register: its own D bit and the enable
+                    d = net.conn(cell, "D")
+                    ok, sync = self._all([*d[drv[2]:drv[2] + 1], *net.conn(cell, "EN")])
+                    res = (ok and sync, sync)
+            else:
+                res = self._all(a.deps(cell).get(b, []))
+        self.open.discard(b)
+        self.memo[b] = res
+        return res
+
+    def _all(self, bits) -> tuple[bool, bool]:
+        ok, sync = True, False
+        for x in bits:
+            if isinstance(x, tuple):  # a memory's contents
+                return False, sync
+            o, s = self._bit(x)
+            ok, sync = ok and o, sync or s
+        return ok, sync
+
+
+def _hold_findings(a: Analysis, provided: bool = True) -> list[dict]:
+    """CDC-QUAL: cdc_hold_bus only in a task whose own design uses it (``provided``, as cdc_ram
+    only where the task provides storage); its q_o, followed forward through HOLD_PATH cells,
+    reaches only the D of registers of the primitive's destination domain that load it under a
+    qualifier (_Qualified): the register's enable (EN) is a qualifier, or a multiplexer on the way
+    has a qualifier select."""
+    net = a.net
+    out_bits = {b for p in net.module.get("ports", {}).values() if p.get("direction") == "output"
+                for b in p["bits"]}
+    findings = []
+    quals: dict[str, _Qualified] = {}
+    for cell, c in net.cells.items():
+        if c["type"] != HOLD:
+            continue
+        if not provided:
+            file, line = net.where(cell)
+            findings.append(finding("CDC-QUAL", f"cdc_hold_bus '{cell}': this task provides no "
+                                    "qualified-word primitive (its report lists the primitives it provides); "
+                                    "cross through "
+                                    "cdc_sync_bit / cdc_sync_bus / cdc_sync_pulse", file=file, line=line))
+            continue
+        dst = a.prim_dest(cell)
+        if dst is None:
+            continue  # its clock is not a task clock: CDC-REWIRE says so
+        q = quals.setdefault(dst, _Qualified(a, dst))
+        seen: set = set()
+        work = [(b, False) for b in net.conn(cell, "q_o") if isinstance(b, int)]
+        bad: dict = {}
+        while work:
+            b, gated = work.pop()
+            if (b, gated) in seen:
+                continue
+            seen.add((b, gated))
+            if b in out_bits:
+                bad.setdefault(("out", "output"), b)
+            for user, port, _i in net.users.get(b, []):
+                t = net.type(user)
+                if t in FLOPS and port == "D":
+                    if a.cell_dom.get(user) != dst:
+                        bad.setdefault((user, "domain"), b)
+                    elif not (gated or q(net.conn(user, "EN"))):
+                        bad.setdefault((user, "enable"), b)
+                elif port in HOLD_PATH.get(t, ()):
+                    sel = net.conn(user, "S")
+                    now = gated or (t in ("$mux", "$pmux", "$bwmux") and q(sel))
+                    work.extend((ob, now) for ob, ibs in a.deps(user).items() if b in ibs)
+                else:
+                    bad.setdefault((user, port), b)
+        for (user, why), b in bad.items():
+            if user == "out":
+                what = "an output of the top directly"
+                file, line = net.where(cell)
+            elif why == "domain":
+                what = f"register '{_flop_name(net, user)}' of domain {a.cell_dom.get(user)}, not {dst}"
+                file, line = net.where(user, b)
+            elif why == "enable":
+                what = (f"register '{_flop_name(net, user)}', which loads it without a synchronized "
+                        "qualifier (its enable, or the select of a multiplexer on its D path, is not made "
+                        f"only of synchronizer outputs into domain {dst} and registers fed by them)")
+                file, line = net.where(user, b)
+            else:
+                t = net.type(user)
+                what = (f"the {why} input of {t} '{user}'" if t in PRIM_OUT else
+                        "the select of a multiplexer" if why == "S" else
+                        f"the {why} input of a register" if t in FLOPS else f"logic ({t[1:]})")
+                file, line = net.where(user, b)
+            findings.append(finding("CDC-QUAL", f"cdc_hold_bus '{cell}' word ('{net.name(b)}') reaches "
+                                    f"{what}: a qualified word may only be loaded, as it is, into registers "
+                                    "of its destination domain under a synchronized qualifier",
+                                    file=file, line=line))
+    return findings
+
+
 def _memid(net: Netlist, cell: str) -> str:
     return str(net.cells[cell].get("parameters", {}).get("MEMID", cell))
 
@@ -1500,6 +1654,7 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
         if len(doms) == 1:
             outputs[pname] = next(iter(doms))
     storage = any(c["type"] == "cdc_ram" for c in net.cells.values())
+    hold = any(c["type"] == HOLD for c in net.cells.values())
     data_outputs = set()
     if storage:
         dummy = Ports(inputs, outputs, frozenset(), True)
@@ -1507,13 +1662,14 @@ def learn(netlist: dict, top: str, clocks: dict[str, str], resets: dict[str, str
             msg = f["message"]
             if "status output '" in msg:
                 data_outputs.add(msg.split("status output '")[1].split("'")[0])
-    return Ports(inputs, outputs, frozenset(data_outputs), storage)
+    return Ports(inputs, outputs, frozenset(data_outputs), storage, hold)
 
 
 def _prim_inputs(t: str) -> tuple[tuple[str, ...], ...]:
     return {"cdc_sync_bus": (("d_i",),), "cdc_sync_bit": (("d_i",),),
             "cdc_sync_pulse": (("pulse_i",), ()), "cdc_sync_reset": ((),),
-            "cdc_ram": (("we_i", "waddr_i", "wdata_i"), ("raddr_i",))}[t]
+            "cdc_ram": (("we_i", "waddr_i", "wdata_i"), ("raddr_i",)),
+            HOLD: ((),)}[t]  # d_i is the other domain's: it tells nothing about an input's domain
 
 
 def dedupe(fs: list[dict]) -> list[dict]:

@@ -44,6 +44,8 @@ RULES: dict[str, str] = {
                   "domain",
     "CDC-MEM": "a memory written in one domain and read in another; cdc_ram in a task without "
                "storage, or its read data reaching anything but the data path",
+    "CDC-QUAL": "a qualified word (cdc_hold_bus) reaching anything but the D of a destination register "
+                "loaded under a synchronized qualifier",
     "CDC-SAME-DOMAIN": "a synchronizer whose input comes from its own destination domain",
     "CDC-REDUNDANT": "two or more synchronizers of the same source bits into the same domain",
     "CDC-RESET": "a flop's asynchronous reset, set or load driven by something other than a reset input "

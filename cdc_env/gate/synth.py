@@ -35,8 +35,8 @@ from . import work
 from .frontend import SLANG_MACROS, SYNTH_DEFINES
 from .rules import finding
 
-# The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/cdc_sync.v
-# (tests/test_gate_synth.py compares them), no bodies. ``keep``: an instance whose output is unused
+# The provided primitives as black boxes: ports and parameters exactly as in trusted/hdl/*.v
+# (tests/test_gate_netlist.py compares them), no bodies. ``keep``: an instance whose output is unused
 # stays in the netlist, so the rules judge every primitive the design instantiates.
 PRIMITIVE_STUBS = """\
 (* blackbox, keep *) module cdc_sync_bus #(parameter integer WIDTH = 1) (
@@ -56,8 +56,11 @@ endmodule
 (* blackbox, keep *) module cdc_sync_reset (
   input wire clk_i, input wire rst_ni, output wire rst_no);
 endmodule
+(* blackbox, keep *) module cdc_hold_bus #(parameter integer WIDTH = 8) (
+  input wire clk_i, input wire [WIDTH-1:0] d_i, output wire [WIDTH-1:0] q_o);
+endmodule
 """
-PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset")
+PRIMITIVES = ("cdc_sync_bus", "cdc_sync_bit", "cdc_sync_pulse", "cdc_ram", "cdc_sync_reset", "cdc_hold_bus")
 # The late-release model (trusted/hdl/cdc_reset.v): every asynchronously reset flop of the netlist
 # that the simulators run becomes a cdc_arst_ff with the cell's own parameters (a falling-edge
 # flop gets its clock through an inverter: the model is rising-edge only). An asynchronous load

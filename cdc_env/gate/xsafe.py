@@ -83,6 +83,7 @@ _PRIM_CLOCKS = {
     "cdc_sync_pulse": ("src_clk_i", "dst_clk_i"),
     "cdc_ram": ("wclk_i", "rclk_i"),
     "cdc_sync_reset": ("clk_i",),
+    "cdc_hold_bus": ("clk_i",),
 }
 _PRIM_RESETS = {
     "cdc_sync_bus": ("rst_ni",),
@@ -90,6 +91,7 @@ _PRIM_RESETS = {
     "cdc_sync_pulse": ("src_rst_ni", "dst_rst_ni"),
     "cdc_ram": (),
     "cdc_sync_reset": ("rst_ni",),
+    "cdc_hold_bus": (),
 }
 
 

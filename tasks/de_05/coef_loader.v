@@ -1,0 +1,60 @@
+// coef_loader -- a 12-bit word from the source domain (clk_src_i) to the destination
+// domain (clk_dst_i), held stable by the source while a one-bit qualifier crosses.
+module coef_loader (
+  input  wire        clk_src_i,
+  input  wire        rst_src_ni,
+  input  wire        send_i,
+  input  wire [11:0] data_i,
+  input  wire        clk_dst_i,
+  input  wire        rst_dst_ni,
+  output wire        valid_o,
+  output wire [11:0] data_o
+);
+
+  // ---------------- source domain (clk_src_i) ----------------
+  // send_i takes the low half of data_i into word_q and toggles qual_q; the high half goes
+  // through a staging register and reaches word_q one cycle later.
+  reg [11:0] word_q;
+  reg [5:0] high_q;
+  reg        qual_q, send_q;
+  always @(posedge clk_src_i or negedge rst_src_ni) begin
+    if (!rst_src_ni) begin
+      word_q <= 12'd0;
+      high_q <= 6'd0;
+      qual_q <= 1'b0;
+      send_q <= 1'b0;
+    end else begin
+      send_q <= send_i;
+      if (send_i) begin
+        word_q[5:0] <= data_i[5:0];
+        high_q <= data_i[11:6];
+        qual_q <= ~qual_q;
+      end
+      if (send_q) word_q[11:6] <= high_q;
+    end
+  end
+
+  // ---------------- destination domain (clk_dst_i) ----------------
+  // The qualifier crosses through a synchronizer; the word crosses as wires (cdc_hold_bus) and is
+  // loaded only when the synchronized qualifier changes.
+  wire        qual_s;
+  wire [11:0] word_s;
+  cdc_sync_bit u_qual_sync (.clk_i(clk_dst_i), .rst_ni(rst_dst_ni), .d_i(qual_q), .q_o(qual_s));
+  cdc_hold_bus #(.WIDTH(12)) u_word (.clk_i(clk_dst_i), .d_i(word_q), .q_o(word_s));
+  reg         qual_d, vld_q;
+  reg  [11:0] out_q;
+  wire        take = qual_s ^ qual_d;
+  always @(posedge clk_dst_i or negedge rst_dst_ni) begin
+    if (!rst_dst_ni) begin
+      qual_d <= 1'b0;
+      vld_q  <= 1'b0;
+      out_q  <= 12'd0;
+    end else begin
+      qual_d <= qual_s;
+      vld_q  <= take;
+      out_q  <= take ? word_s : out_q;
+    end
+  end
+  assign valid_o = vld_q;
+  assign data_o  = out_q;
+endmodule
