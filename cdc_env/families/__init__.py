@@ -85,6 +85,7 @@ class Family(Protocol):
 
 # name -> module exposing FAMILY. One line per family.
 REGISTRY: dict[str, str] = {
+    "reconv": "cdc_env.families.reconv",
 }
 
 
