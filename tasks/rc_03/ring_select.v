@@ -1,6 +1,6 @@
-// ring_select -- a state machine in domain a (clk_a_i) that steps through 4 states in a
-// fixed order (S0, S1, S2, S3, then S0 again), one step per clk_a_i edge on which next_i is
-// high; domain b (clk_b_i) shows the state on sel_o (the state's code, as the source encodes it).
+// ring_select -- a state machine in domain a (clk_a_i) that steps through 4 states in a fixed
+// order (S0, S1, S2, S3, then S0 again), one step per clk_a_i edge on which next_i is high;
+// domain b (clk_b_i) shows the state on sel_o (the state's code, as the source encodes it).
 module ring_select (
   input  wire       clk_a_i,
   input  wire       rst_a_ni,
@@ -10,7 +10,8 @@ module ring_select (
   output wire [3:0] sel_o
 );
 
-  // ---------------- domain a (clk_a_i): the source state, a 4-bit one-hot state ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // a 4-bit one-hot state
   reg [3:0] state_q;
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) state_q <= 4'b0001;

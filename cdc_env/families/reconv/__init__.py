@@ -204,7 +204,8 @@ def _src_block(p: RcParams, width: int, codes: tuple[int, ...], reg: str, what: 
                    f"  // {p.state_names[i]} -> {p.state_names[(i + 1) % len(codes)]}\n"
                    for i in range(len(codes)))
     return f"""
-  // ---------------- domain a (clk_a_i): the source state, {what} ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // {what}
   reg [{width - 1}:0] {reg};
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) {reg} <= {_v(width, codes[0])};
@@ -272,9 +273,12 @@ def design_text(p: RcParams, kind: str) -> str:
             "// and the whole code crosses through one cdc_sync_bus, so the destination sees each state\n"
             "// or the one before it, never a mix of two.")
     names = ", ".join(p.state_names)
-    return f"""// {p.module} -- a state machine in domain a (clk_a_i) that steps through {e.n} states in a
-// fixed order ({names}, then {p.state_names[0]} again), one step per clk_a_i edge on which {p.step} is
-// high; domain b (clk_b_i) shows the state on {p.out} ({_out_desc(p)}).{fix}
+    head = textwrap.fill(
+        f"{p.module} -- a state machine in domain a (clk_a_i) that steps through {e.n} states in a "
+        f"fixed order ({names}, then {p.state_names[0]} again), one step per clk_a_i edge on which "
+        f"{p.step} is high; domain b (clk_b_i) shows the state on {p.out} ({_out_desc(p)}).",
+        96, initial_indent="// ", subsequent_indent="// ", break_on_hyphens=False)
+    return f"""{head}{fix}
 module {p.module} (
   input  wire       clk_a_i,
   input  wire       rst_a_ni,

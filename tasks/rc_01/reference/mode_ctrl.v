@@ -1,5 +1,5 @@
-// mode_ctrl -- a state machine in domain a (clk_a_i) that steps through 4 states in a
-// fixed order (IDLE, ARM, RUN, DONE, then IDLE again), one step per clk_a_i edge on which step_i is
+// mode_ctrl -- a state machine in domain a (clk_a_i) that steps through 4 states in a fixed
+// order (IDLE, ARM, RUN, DONE, then IDLE again), one step per clk_a_i edge on which step_i is
 // high; domain b (clk_b_i) shows the state on mode_o (one-hot: bit i is state i, IDLE first).
 // Fix: the source keeps its state in a code that changes one bit per step (Gray or Johnson)
 // and the whole code crosses through one cdc_sync_bus, so the destination sees each state
@@ -13,7 +13,8 @@ module mode_ctrl (
   output wire [3:0] mode_o
 );
 
-  // ---------------- domain a (clk_a_i): the source state, the state number in a unit-distance code (one bit per step) ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // the state number in a unit-distance code (one bit per step)
   reg [1:0] state_q;
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) state_q <= 2'b00;

@@ -1,6 +1,7 @@
-// phase_track -- a state machine in domain a (clk_a_i) that steps through 8 states in a
-// fixed order (P0, P1, P2, P3, P4, P5, P6, P7, then P0 again), one step per clk_a_i edge on which advance_i is
-// high; domain b (clk_b_i) shows the state on phase_o (the state's code, as the source encodes it).
+// phase_track -- a state machine in domain a (clk_a_i) that steps through 8 states in a fixed
+// order (P0, P1, P2, P3, P4, P5, P6, P7, then P0 again), one step per clk_a_i edge on which
+// advance_i is high; domain b (clk_b_i) shows the state on phase_o (the state's code, as the
+// source encodes it).
 module phase_track (
   input  wire       clk_a_i,
   input  wire       rst_a_ni,
@@ -10,7 +11,8 @@ module phase_track (
   output wire [2:0] phase_o
 );
 
-  // ---------------- domain a (clk_a_i): the source state, the state number in a unit-distance code (one bit per step) ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // the state number in a unit-distance code (one bit per step)
   reg [2:0] state_q;
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) state_q <= 3'b000;

@@ -1,6 +1,7 @@
-// enable_pair -- a state machine in domain a (clk_a_i) that steps through 4 states in a
-// fixed order (OFF, BOTH, FIRST, SECOND, then OFF again), one step per clk_a_i edge on which step_i is
-// high; domain b (clk_b_i) shows the state on en_o (the state's code, as the source encodes it).
+// enable_pair -- a state machine in domain a (clk_a_i) that steps through 4 states in a fixed
+// order (OFF, BOTH, FIRST, SECOND, then OFF again), one step per clk_a_i edge on which step_i
+// is high; domain b (clk_b_i) shows the state on en_o (the state's code, as the source encodes
+// it).
 // Fix: the source keeps its state in a code that changes one bit per step (Gray or Johnson)
 // and the whole code crosses through one cdc_sync_bus, so the destination sees each state
 // or the one before it, never a mix of two.
@@ -13,7 +14,8 @@ module enable_pair (
   output wire [1:0] en_o
 );
 
-  // ---------------- domain a (clk_a_i): the source state, the state number in a unit-distance code (one bit per step) ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // the state number in a unit-distance code (one bit per step)
   reg [1:0] state_q;
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) state_q <= 2'b00;

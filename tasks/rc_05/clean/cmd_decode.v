@@ -1,6 +1,6 @@
-// cmd_decode -- a state machine in domain a (clk_a_i) that steps through 4 states in a
-// fixed order (NOP, LOAD, SHIFT, STORE, then NOP again), one step per clk_a_i edge on which issue_i is
-// high; domain b (clk_b_i) shows the state on cmd_o (one-hot: bit i is state i, NOP first).
+// cmd_decode -- a state machine in domain a (clk_a_i) that steps through 4 states in a fixed
+// order (NOP, LOAD, SHIFT, STORE, then NOP again), one step per clk_a_i edge on which issue_i
+// is high; domain b (clk_b_i) shows the state on cmd_o (one-hot: bit i is state i, NOP first).
 module cmd_decode (
   input  wire       clk_a_i,
   input  wire       rst_a_ni,
@@ -10,7 +10,8 @@ module cmd_decode (
   output wire [3:0] cmd_o
 );
 
-  // ---------------- domain a (clk_a_i): the source state, the state number in a unit-distance code (one bit per step) ----------------
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // the state number in a unit-distance code (one bit per step)
   reg [1:0] state_q;
   always @(posedge clk_a_i or negedge rst_a_ni) begin
     if (!rst_a_ni) state_q <= 2'b00;
