@@ -50,7 +50,9 @@ def test_parameters_round_trip_and_bad_ones_are_refused() -> None:
     good = rc.FAMILY.to_dict(rc.VARIANTS[0])
     for bad in ({**good, "encoding": "bin5"}, {**good, "out_kind": "gray"}, {**good, "steps": [5, 2]},
                 {**good, "state_names": ["A", "A", "B", "C"]}, {**good, "colour": 1}, {"id": "x"},
-                {**good, "ratio_max": 40.0}, {**good, "visible": [1]}):
+                {**good, "ratio_max": 40.0}, {**good, "visible": [1]},
+                {**good, "encoding": "bin4", "out_kind": "index"},  # that is out_kind code
+                {**good, "encoding": "onehot4", "out_kind": "onehot"}):
         with pytest.raises(CdcError):
             rc.FAMILY.from_dict(bad)
 

@@ -87,6 +87,9 @@ ENCODINGS: dict[str, Encoding] = {
 }
 # Output kinds: what the destination shows for state i.
 OUTS = ("onehot", "index", "code")
+# Output kinds that show the source's own code (a binary state's index, a one-hot state's one-hot
+# decode): those are the kind "code" (encoding name prefix -> kinds).
+_SAME_AS_CODE = {"bin": ("index",), "one": ("onehot",)}
 TRAIN_ENCODINGS = ("bin4", "bin8", "onehot4", "pair4", "cmd4")
 HELDOUT_ENCODINGS = ("bin6", "onehot6")
 TRAIN_RATIO, HELDOUT_RATIO = 4.0, 6.0
@@ -128,6 +131,8 @@ class RcParams:
             raise CdcError(f"{self.id}: state_names must name the {self.enc.n} states, each once")
         if not 1 <= self.steps[0] <= self.steps[1] or len(self.visible) != 8:
             raise CdcError(f"{self.id}: bad steps or visible seeds")
+        if self.out_kind in _SAME_AS_CODE.get(self.encoding[:3], ()):
+            raise CdcError(f"{self.id}: out_kind {self.out_kind} on {self.encoding} is out_kind code")
         if self.enc.step_bits() < 2:
             raise CdcError(f"{self.id}: the encoding must change two bits on some step")
         if not 1.0 < self.ratio_max < EXCURSION:
@@ -572,7 +577,7 @@ class ReconvFamily:
 
     def draw(self, d: Draw, region: Region, vid: str) -> RcParams:
         enc = d.choice(_encodings(region))
-        kinds = [k for k in OUTS if not (k == "index" and enc.startswith("bin"))]  # bin + index = code
+        kinds = [k for k in OUTS if k not in _SAME_AS_CODE.get(enc[:3], ())]
         out_kind = d.choice(kinds)
         n = ENCODINGS[enc].n
         prefix = d.choice(("S", "ST", "M", "Q"))
