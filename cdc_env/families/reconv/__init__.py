@@ -12,17 +12,22 @@ settling off every bit of a step arrives on the same edge and the defect passes 
 
 The repair (the reference): the state as a unit-distance code of its index (Gray for 4 and 8
 states, Johnson for 6), which changes one bit per step, through one ``cdc_sync_bus``; the
-destination decodes the code. Other correct repairs: the qualified word (the state held stable
-while a one-bit qualifier crosses), a destination that ignores a combination until it has held
-for two cycles, an illegal code held on (one-hot sources: every mix of one step is illegal), a
-pulse per step and a destination counter.
+destination decodes the code. Other correct repairs (registry fixtures ``ok-rc-*``): a
+destination that ignores a combination until it has held for two cycles, or takes only the
+successor of the state it shows; an illegal code held on (one-hot sources: every mix of one step
+is illegal); a pulse per step and a destination counter. The qualified word (the state held
+stable while a one-bit qualifier crosses) is correct too, but today's gate refuses its raw word
+(CDC-RAW) until the data-enable family's qualifier rule lands; no variant depends on it.
 
 The testbench (``testbench_text``) raises the step input for one ``clk_a`` cycle at a time,
 ``steps`` times per run (a stimulus knob drawn per seed: it sets the detection band), with at
 least ``HOLD_A`` ``clk_a`` and ``HOLD_B`` ``clk_b`` cycles between steps, and checks 1 ps after
-every ``clk_b`` edge that the output shows the state the destination showed last or the source's
-next state after it (so only states the source had, in its order, none skipped), and the
-source's latest state within ``LAT_B`` ``clk_b`` plus ``LAT_A`` ``clk_a`` cycles of its step.
+every rising ``clk_b`` edge, and 1 ps after every other change of the output, that the output
+shows the state the destination showed last or the source's next state after it once the source
+has taken that step (so only states the source had, in its order, none skipped), and, at the
+samples, the source's latest state within ``LAT_B`` ``clk_b`` plus ``LAT_A`` ``clk_a`` cycles of
+its step. On hidden seeds the harness also sums the synchronizer input bits changed per source
+edge (``CDC_EDGE_BITS`` = ``Encoding.step_bits``).
 
 Every output is a pure function of ``RcParams`` (text only, no time, no randomness). The committed
 variants are ``VARIANTS``; ``python -m cdc_env.families.reconv`` (or ``write_all()``) rewrites their
