@@ -573,10 +573,13 @@ _MODULES = {"train": ("mode_ctrl", "phase_track", "ring_select", "enable_pair", 
 _OUT_NAMES = {"train": ("mode", "phase", "sel", "state", "view"), "heldout": ("stage", "sts")}
 _STEP_NAMES = {"train": ("step", "advance", "next", "issue"), "heldout": ("go", "tick")}
 STEP_SEARCH = ((4, 10), (3, 8), (6, 14), (2, 6), (8, 18), (5, 12), (10, 24), (2, 4))
-# The first steps range a draw takes, by encoding (else STEP_SEARCH[0]): an encoding whose every
-# step changes two bits is caught on more seeds per step (measured: cmd4 at (4, 10) on 146 of 200,
-# at (2, 6) on 132; the others at (4, 10) on 103-131, heldout encodings included).
-DRAW_STEPS = {"cmd4": (2, 6)}
+# The first steps range a draw takes, by (encoding, output kind), else STEP_SEARCH[0]. Measured on
+# the defect's hidden seeds (Icarus, 200 each): cmd4 at (4, 10) on 146, at (2, 6) on 132 (every
+# step changes two bits); a one-hot state shown as an index at (4, 10) on 93-109 (an OR-encoder
+# turns a 0000 mix into state 0, which is in order after state 3), at (5, 12) on 110-123; the
+# others at (4, 10) on 104-135, held-out encodings included (onehot6 as an index: 112).
+DRAW_STEPS = {("cmd4", "code"): (2, 6), ("cmd4", "onehot"): (2, 6), ("cmd4", "index"): (2, 6),
+              ("onehot4", "index"): (5, 12)}
 
 
 def _encodings(region: Region) -> tuple[str, ...]:
@@ -618,7 +621,7 @@ class ReconvFamily:
             id=vid, module=d.choice(_MODULES[region]), encoding=enc, out_kind=out_kind,
             out_name=d.choice(_OUT_NAMES[region]), step_name=d.choice(_STEP_NAMES[region]),
             state_names=tuple(f"{prefix}{i}" for i in range(n)),
-            steps=DRAW_STEPS.get(enc, STEP_SEARCH[0]),
+            steps=DRAW_STEPS.get((enc, out_kind), STEP_SEARCH[0]),
             ratio_max=TRAIN_RATIO if region == "train" else HELDOUT_RATIO)
 
     def region_of(self, p: RcParams) -> Region | None:
