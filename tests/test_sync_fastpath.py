@@ -65,6 +65,7 @@ def _full_path_build(task: Task, fast: Path, vpi: str, workdir: Path) -> None:
     ("event", "reference"), ("event", "buggy"),
     ("fifo_01", "reference"), ("fifo_01", "buggy"),
     ("rst_01", "reference"),
+    ("rc_01", "reference"), ("rc_01", "buggy"),  # bits of one state through separate synchronizers
 ])
 def test_fast_path_changes_no_verdict(task_id: str, kind: str, tmp_path: Path) -> None:
     task = load_task(task_id)

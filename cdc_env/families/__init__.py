@@ -86,6 +86,7 @@ class Family(Protocol):
 # name -> module exposing FAMILY. One line per family.
 REGISTRY: dict[str, str] = {
     "dataen": "cdc_env.families.dataen",
+    "reconv": "cdc_env.families.reconv",
 }
 
 

@@ -1,0 +1,51 @@
+// mode_ctrl -- a state machine in domain a (clk_a_i) that steps through 4 states in a fixed
+// order (IDLE, ARM, RUN, DONE, then IDLE again), one step per clk_a_i edge on which step_i is
+// high; domain b (clk_b_i) shows the state on mode_o (one-hot: bit i is state i, IDLE first).
+// Fix: the source keeps its state in a code that changes one bit per step (Gray or Johnson)
+// and the whole code crosses through one cdc_sync_bus, so the destination sees each state
+// or the one before it, never a mix of two.
+module mode_ctrl (
+  input  wire       clk_a_i,
+  input  wire       rst_a_ni,
+  input  wire       clk_b_i,
+  input  wire       rst_b_ni,
+  input  wire       step_i,
+  output wire [3:0] mode_o
+);
+
+  // ---------------- domain a (clk_a_i): the source state ----------------
+  // the state number in a unit-distance code (one bit per step)
+  reg [1:0] state_q;
+  always @(posedge clk_a_i or negedge rst_a_ni) begin
+    if (!rst_a_ni) state_q <= 2'b00;
+    else if (step_i) begin
+      case (state_q)
+        2'b00: state_q <= 2'b01;  // IDLE -> ARM
+        2'b01: state_q <= 2'b11;  // ARM -> RUN
+        2'b11: state_q <= 2'b10;  // RUN -> DONE
+        2'b10: state_q <= 2'b00;  // DONE -> IDLE
+        default: state_q <= 2'b00;
+      endcase
+    end
+  end
+
+  // ---------------- crossing: the whole code through one synchronizer ----------------
+  wire [1:0] state_s;
+  cdc_sync_bus #(.WIDTH(2)) u_sync (.clk_i(clk_b_i), .rst_ni(rst_b_ni), .d_i(state_q), .q_o(state_s));
+
+  // ---------------- domain b (clk_b_i): the decoded state ----------------
+  reg [3:0] mode_q;
+  always @(posedge clk_b_i or negedge rst_b_ni) begin
+    if (!rst_b_ni) mode_q <= 4'b0001;
+    else begin
+      case (state_s)
+      2'b00: mode_q <= 4'b0001;  // IDLE
+      2'b01: mode_q <= 4'b0010;  // ARM
+      2'b10: mode_q <= 4'b1000;  // DONE
+      2'b11: mode_q <= 4'b0100;  // RUN
+      default: mode_q <= mode_q;  // not a code of the source: keep the last state
+      endcase
+    end
+  end
+  assign mode_o = mode_q;
+endmodule
