@@ -29,6 +29,31 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   this process held open for writing could not be exec'd while a child forked meanwhile lives).
   Entries are published and retired whole, by rename (docs/sandbox.md, "Grades side by side").
   ``CDC_ENV_MODEL_CACHE=0`` switches it off.
+* **Split build** (``build_netlist`` with ``CDC_ENV_VL_SPLIT=1``; off by default, see below).
+  The gate's netlist -- the design with the trusted primitives it instantiates -- is verilated as
+  a protected library of its own (``--lib-create``, ``--prefix Vdut``) under a generated top
+  (``split_lib_top``) that carries the testbench's module name and instantiates the design under
+  the testbench's instance name, so every ``%m`` a primitive keys its draws on is the one of a
+  build of one model. The primitives' monitor calls (trusted/hdl/cdc_monitor.vh) land on that
+  top's tasks (trusted/verilator/cdc_split_lib.vh), go through DPI to the C++ main
+  (``CDC_SPLIT_DESIGN``) and from there to the same tasks of the testbench, exported
+  (cdc_split_tb.vh, appended to the testbench's copy of cdc_tb.vh). The testbench is verilated
+  against the library's Verilog wrapper and compiled once per task: its object is cached
+  (``split_tb_key``) under the wrapper's text, which Verilator writes from the design's ports,
+  once the parts of it that depend on the design's contents are fixed (``_normalize_wrapper``:
+  an interface hash and thread-scheduling costs). Per patch only the library is verilated and
+  compiled, then linked. One edit changes the schedule: the wrapper evaluates the library on a
+  clock or reset change after a ``#0``, so after every testbench process woken by that change,
+  as the primitives' processes are in one model (they wake on the design's flops, updated in
+  the NBA region); without it a seed failed by a monitor call counted fewer checks (measured on
+  fifo_01's defect, 24 of 32 seeds). Identical per seed to the one-model build (status, reason,
+  checks, trace hash), batched and alone, on every task's reference and defect (docs/parity.md,
+  "Split build"). A netlist not of the plain form (one module, input and output ports, one
+  plain instance in the testbench) and any failure of the split's own steps build one model.
+  Why it is off (docs/performance.md, "Issue 39"): a build costs ~0.45 CPU-s less, but every seed
+  runs ~40 % slower (the wrapper evaluates the library through DPI on every clock and data
+  change, and the ``#0`` resumes a coroutine each time): measured against 0d566f5, fifo_01's first
+  grade costs 0.78x at 8+32 and 0.89x at 8+200, and a re-grade at 8+200 1.39x.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
@@ -141,7 +166,7 @@ MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
 MODEL_CACHE_BYTES = 512 << 20
 HAZARDS_FILE = "batch_hazards.json"  # a build's batch hazards (``batch_hazards``), beside its model
 # The split build (``Verilator.build_netlist``; module docstring, "Split build").
-SPLIT_ENV = "CDC_ENV_VL_SPLIT"  # "0": every build is one model
+SPLIT_ENV = "CDC_ENV_VL_SPLIT"  # "1": netlist builds split (off by default: seeds run slower)
 SPLIT_DEFINE = "CDC_SPLIT_DESIGN"  # compiles the main's forwarding of the library's monitor calls
 LIB_PREFIX = "Vdut"
 SPLIT_TB = "cdc_split_tb.vh"  # the testbench's exports, appended to its copy of cdc_tb.vh
@@ -305,7 +330,7 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
                           harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
                           paths.primitives_bytes(),
                           *(p.read_bytes() for p in paths.tb_includes()),
-                          *(paths.trusted_source("verilator", n).read_bytes() for n in (SPLIT_TB, SPLIT_LIB)),
+                          split_sources(),
                           # the checks a build applies (own_code, self_contained) live in these
                           Path(__file__).read_bytes(), (Path(__file__).parent / "base.py").read_bytes()]
     for name in sorted(design):
@@ -496,8 +521,13 @@ def _read_hazards(workdir: Path) -> list[str] | None:
     return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
+def split_sources() -> bytes:
+    """The trusted sources of the split build besides the main and this module (for fingerprints)."""
+    return b"".join(paths.trusted_source("verilator", n).read_bytes() + b"\0" for n in (SPLIT_TB, SPLIT_LIB))
+
+
 def split_enabled() -> bool:
-    return os.environ.get(SPLIT_ENV, "1") != "0"
+    return os.environ.get(SPLIT_ENV, "0") == "1"
 
 
 def _flags(prefix: str) -> tuple[str, ...]:
@@ -566,7 +596,7 @@ def split_tb_key(task: Task, wrapper: bytes) -> str:
              *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(), task.tb_top.encode(),
              task.top.encode(),
              task.path(task.testbench).read_bytes(), *(p.read_bytes() for p in paths.tb_includes()),
-             paths.trusted_source("verilator", SPLIT_TB).read_bytes(), Path(__file__).read_bytes(), wrapper]
+             split_sources(), Path(__file__).read_bytes(), wrapper]
     for part in parts:
         h.update(len(part).to_bytes(8, "little") + part)
     return h.hexdigest()
@@ -634,10 +664,10 @@ class Verilator(Simulator):
 
     def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
                       sandbox: bool = True) -> Build:
-        """The gate's netlist ``design``: a split build (module docstring, "Split build") where
-        the netlist has the plain form it needs, else one model (``build``). A split build that
-        fails for a reason of its own (not a compile error of the design) is done again as one
-        model, and its CPU is billed to the build."""
+        """The gate's netlist ``design``: one model (``build``), or with ``CDC_ENV_VL_SPLIT=1`` a
+        split build (module docstring, "Split build") where the netlist has the plain form it
+        needs. A split build that fails for a reason of its own is done again as one model, and
+        its CPU is billed to the build."""
         lib_top = split_lib_top(task, design) if split_enabled() else None
         spent = 0.0
         if lib_top is not None:
@@ -689,7 +719,7 @@ class Verilator(Simulator):
         if v.returncode != 0 or build_failure(v, log) or not wrapper_sv.is_file():
             why = "verilating the library failed: " + log[-500:]
             return Build("tool_error", why, workdir, cpu, wall, rss)
-        why = own_code(design, workdir / "vl_lib" / f"{LIB_PREFIX}__Dpi.h", TRUSTED_DPI | SPLIT_IMPORTS)
+        why = own_code(design, workdir / "vl_lib" / f"{LIB_PREFIX}__Dpi.h", SPLIT_IMPORTS)
         if why:
             return Build("tool_error", why, workdir, cpu, wall, rss)
         try:
