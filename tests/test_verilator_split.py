@@ -39,7 +39,21 @@ def test_the_library_top_names_what_one_model_names():
     assert f'`include "{verilator.SPLIT_LIB}"' in top
 
 
+def test_a_functions_inputs_are_not_ports():
+    """Yosys writes a $pmux as a function with inputs of its own, after the ports (seen on
+    handshake_control): those are not the design's ports."""
+    task = load_task("fifo_01")
+    netlist = ("module async_fifo(a, q);\n  input a;\n  wire a;\n  output [1:0] q;\n  wire [1:0] q;\n"
+               "  function [1:0] f;\n    input [1:0] a;\n    input [5:0] b;\n    f = a;\n  endfunction\n"
+               "  assign q = f(2'b01, 6'd0);\nendmodule\n")
+    top = verilator.split_lib_top(task, {task.editable: netlist})
+    assert top is not None
+    assert f"module {task.tb_top}(a, q);" in top and "input [5:0] b;" not in top
+    assert "async_fifo dut(.a(a), .q(q));" in top
+
+
 @pytest.mark.parametrize("netlist", [
+    "module async_fifo(a, b);\n  input a;\nendmodule\n",  # a listed port without its declaration
     "module async_fifo(a, b);\n  input a;\n  inout b;\nendmodule\n",  # an inout port
     "module async_fifo(a);\n  input a;\nendmodule\nmodule other(b);\n  input b;\nendmodule\n",  # two modules
     "module not_the_top(a);\n  input a;\nendmodule\n",

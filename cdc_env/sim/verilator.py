@@ -175,6 +175,9 @@ SPLIT_TB_FILES = ("tb_all.o", "Vtb.h", "Vtb__Dpi.h", HAZARDS_FILE)  # a cached t
 _PORT = re.compile(r"^\s*(input|output|inout)\s+(?:(?:wire|reg|signed)\s+)*(\[\s*\d+\s*:\s*\d+\s*\]\s*)?"
                    r"([A-Za-z_][A-Za-z0-9_$]*)\s*;", re.M)
 _MODULE = re.compile(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", re.M)
+_HEADER = re.compile(r"^\s*module\s+[A-Za-z_][A-Za-z0-9_$]*\s*\((?P<ports>[^)]*)\)\s*;", re.M)
+_BODY = re.compile(r"^\s*(?:function|task|always|initial|assign|generate)\b"  # where a module's body begins
+                   r"|^\s*[A-Za-z_]\w*\s+(?:#\s*\(|[A-Za-z_]\w*\s*\()", re.M)  # (or its first instance)
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -546,8 +549,14 @@ def split_lib_top(task: Task, design: dict[str, str]) -> str | None:
     text = design[task.editable]
     if _MODULE.findall(text) != [task.top]:
         return None
-    ports = _PORT.findall(text)
-    if not ports or any(d == "inout" for d, _, _ in ports):
+    header = _HEADER.search(text)
+    if header is None:
+        return None
+    listed = [p.strip() for p in header["ports"].split(",") if p.strip()]
+    # The ports' declarations come before the body (Yosys writes them first); a function's
+    # inputs, further down, are not ports.
+    ports = _PORT.findall(_BODY.split(text[header.end():], 1)[0])
+    if not listed or [n for _, _, n in ports] != listed or any(d == "inout" for d, _, _ in ports):
         return None
     tb = task.path(task.testbench).read_text(encoding="utf-8", errors="replace")
     insts = re.findall(rf"^\s*{re.escape(task.top)}\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", tb, re.M)
