@@ -111,3 +111,29 @@ def test_the_wrapper_edits_refuse_an_unexpected_wrapper(tmp_path):
     cpp.write_text("")
     with pytest.raises(ValueError, match="unexpected protected-library wrapper"):
         verilator._normalize_wrapper(sv, cpp)
+
+
+def test_a_certificate_names_the_kind_of_build(monkeypatch, tmp_path):
+    """A parity certificate covers whether netlists build split and the split's trusted HDL: one
+    issued for the one-model build does not vouch for a split build, and the other way round."""
+    from cdc_env.sim import certs  # noqa: PLC0415
+
+    monkeypatch.setenv(verilator.SPLIT_ENV, "0")
+    one = certs.runner_fingerprint()
+    monkeypatch.setenv(verilator.SPLIT_ENV, "1")
+    split = certs.runner_fingerprint()
+    assert one != split
+    # The split's HDL is part of it: a changed library top changes the fingerprint.
+    trusted = tmp_path / "verilator"
+    trusted.mkdir()
+    real = verilator.paths.trusted_source
+    for name in (verilator.SPLIT_TB, verilator.SPLIT_LIB):
+        (trusted / name).write_bytes(real("verilator", name).read_bytes())
+    (trusted / verilator.SPLIT_LIB).write_text((trusted / verilator.SPLIT_LIB).read_text() + "// changed\n")
+
+    def patched(kind: str, name: str):
+        return trusted / name if kind == "verilator" and name in (verilator.SPLIT_TB, verilator.SPLIT_LIB) \
+            else real(kind, name)
+
+    monkeypatch.setattr(verilator.paths, "trusted_source", patched)
+    assert certs.runner_fingerprint() != split
