@@ -51,8 +51,10 @@ def _sha(data: bytes | str) -> str:
 
 
 def runner_fingerprint() -> str:
-    """The Verilator runner: C++ main, this backend's code, flags, Verilator and compiler versions."""
+    """The Verilator runner: C++ main, this backend's code, whether netlists build split and the
+    split build's trusted HDL, flags, Verilator and compiler versions."""
     parts = [verilator.harness_file().read_bytes(), inspect.getsource(verilator).encode(),
+             verilator.split_sources(), b"split" if verilator.split_enabled() else b"one model",
              " ".join(verilator.VERILATOR_FLAGS).encode(), " ".join(verilator.CXX_DEFINES).encode(),
              verilator.CXX_OPT.encode(), verilator.verilator_version().encode(),
              verilator.compiler_version().encode()]

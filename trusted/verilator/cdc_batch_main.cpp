@@ -111,6 +111,36 @@ void cdc_verdict(svBit pass, unsigned int n_checks, unsigned long long hash, uns
     std::fflush(stdout);
 }
 
+#ifdef CDC_SPLIT_DESIGN
+// A split build (cdc_env/sim/verilator.py, "Split build"): the design is a library model of its
+// own, and its synchronizer primitives' monitor calls arrive here (the library's DPI imports,
+// trusted/verilator/cdc_split_lib.vh) and go on to the testbench's exports of the same tasks
+// (cdc_split_tb.vh), called in the testbench's scope, at once, as in a build of one model.
+extern "C" {
+int cdc_dpi_sync_note(int n);
+int cdc_dpi_src_edge(svBit dst_is_a, unsigned long long* edge_t);
+int cdc_dpi_sync_fail(const svBitVecVal* why);
+int cdc_dpi_recovery_fail();
+int cdc_dpi_bus_note(int n, const svBitVecVal* who);
+}
+namespace {
+struct InTestbench {  // the testbench's scope for one call, the caller's restored after it
+    svScope old;
+    InTestbench() : old{svSetScope(svGetScopeFromName(CDC_TB_TOP))} {}
+    ~InTestbench() { svSetScope(old); }
+};
+}  // namespace
+int cdc_dpi_sync_note(int n) { InTestbench s; cdc_x_sync_note(n); return 0; }
+int cdc_dpi_src_edge(svBit dst_is_a, unsigned long long* edge_t) {
+    InTestbench s;
+    cdc_x_src_edge(dst_is_a, edge_t);
+    return 0;
+}
+int cdc_dpi_sync_fail(const svBitVecVal* why) { InTestbench s; cdc_x_sync_fail(why); return 0; }
+int cdc_dpi_recovery_fail() { InTestbench s; cdc_x_recovery_fail(); return 0; }
+int cdc_dpi_bus_note(int n, const svBitVecVal* who) { InTestbench s; cdc_x_bus_note(n, who); return 0; }
+#endif
+
 // Put the process's random state back where a fresh process starts. Verilator 5 keeps it per
 // thread, not per context: a thread-local generator, re-seeded from lrand48() whenever the
 // global seed epoch changes (VerilatedContext::randSeed bumps it). So: lrand48's state to its
