@@ -185,6 +185,75 @@ def test_bad_websocket_messages_get_close_codes_not_tracebacks(server, server_lo
     assert set(server.state.episodes) <= before  # every session's episode ended with it
 
 
+def _send_one_text_frame(url: str, size: int) -> tuple[int | None, str, str]:
+    """A client that writes a whole text frame of ``size`` bytes before it reads anything, as a
+    client blocked in ``send`` does: (the close code it then reads or None, its reason, how the
+    connection ended: "eof", or the error the send or the read met)."""
+    import base64
+    import os
+    import socket
+    import struct
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=120)
+    try:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET /openenv/ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                   "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101"), head[:80]
+        data = head.split(b"\r\n\r\n", 1)[1]
+        ended = "eof"
+        try:  # FIN + text, 64-bit length, a zero mask (so the payload goes as it is)
+            s.sendall(bytes([0x81, 0x80 | 127]) + struct.pack("!Q", size) + bytes(4))
+            chunk = b"x" * (1 << 16)
+            for done in range(0, size, len(chunk)):
+                s.sendall(chunk[:size - done])
+        except OSError as exc:
+            ended = f"send: {exc.strerror}"
+        try:
+            while block := s.recv(1 << 16):
+                data += block
+        except OSError as exc:
+            ended = f"recv: {exc.strerror}" if ended == "eof" else ended
+    finally:
+        s.close()
+    if len(data) >= 4 and data[0] == 0x88:
+        return struct.unpack("!H", data[2:4])[0], data[4:2 + (data[1] & 0x7F)].decode(), ended
+    return None, "", ended
+
+
+def test_a_message_far_over_max_body_gets_close_1009_not_a_reset():
+    """A message 10x and 1000x --max-body: the server sends close 1009 and reads the rest of the
+    message away before it closes the socket. (Before, it closed the socket with the client's bytes
+    unread, the kernel answered with a TCP reset, and a client still writing -- the stock sync
+    client among them -- lost the close frame: a connection error instead of 1009.)"""
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    limit = 64 << 10
+    cfg = ServerConfig(tasks=resolve_tasks(["event"]), workers=1, hidden=4, max_episodes=2, max_body=limit)
+    with serve_in_thread(cfg) as srv:
+        for times in (10, 1000):
+            code, reason, ended = _send_one_text_frame(srv.url, times * limit)
+            assert (code, ended) == (1009, "eof"), (times, code, reason, ended)
+            assert str(limit) in reason
+            for _ in range(3):  # the stock client: its send writes the whole message, then it reads
+                with connect(_ws_url(srv), max_size=None) as ws:
+                    ws.send(json.dumps({"type": "reset", "data": {"task": "event"}}))
+                    assert json.loads(ws.recv())["type"] == "observation"
+                    with pytest.raises(ConnectionClosed) as closed:
+                        ws.send('{"type": "state", "pad": "' + "x" * (times * limit) + '"}')
+                        ws.recv()
+                    got = closed.value.rcvd
+                    assert got is not None and got.code == 1009, (times, closed.value)
+
+
 def test_a_client_that_leaves_mid_grade_leaves_no_traceback_and_no_episode(server, server_log):
     import asyncio
     import json

@@ -184,12 +184,54 @@ def check_arguments(tool: object, arguments: object) -> tuple[object, bool]:
 WS_READ_CHUNK = 256 * 1024  # the most asyncio reads from a socket at once (bytes)
 
 
+WS_LINGER = 10.0  # seconds a connection closed for an oversized message goes on discarding input
+
+
 def ws_limits(max_body: int) -> dict[str, Any]:
-    """uvicorn's WebSocket settings: a message is at most ``max_body`` bytes (larger: close 1009),
-    and no per-message compression, so what the server holds for one WebSocket before the app
-    reads it is at most one socket read (``WS_READ_CHUNK``) of messages plus one partial message.
-    With compression, one read of deflated messages could expand to hundreds of MiB."""
-    return {"ws_max_size": max_body, "ws_per_message_deflate": False}
+    """uvicorn's WebSocket settings: a message is at most ``max_body`` bytes (larger: close 1009,
+    delivered, see ``lingering_ws_protocol``), and no per-message compression, so what the server
+    holds for one WebSocket before the app reads it is at most one socket read (``WS_READ_CHUNK``)
+    of messages plus one partial message. With compression, one read of deflated messages could
+    expand to hundreds of MiB."""
+    return {"ws": lingering_ws_protocol(), "ws_max_size": max_body, "ws_per_message_deflate": False}
+
+
+def lingering_ws_protocol() -> type:
+    """uvicorn's WebSocket protocol (websockets, sans-I/O) with a lingering close after a protocol error.
+
+    When a frame goes over ``ws_max_size`` the protocol sends close 1009 and used to close the
+    socket at once, while the client was still writing the rest of its message: a socket closed
+    with unread input sends a TCP reset, and a client still writing (or one whose reset arrived
+    before it read) never saw the close frame. Here the close frame is sent, the write side is shut
+    (FIN), and input is read and thrown away -- never parsed nor kept -- until the client closes
+    its side (then asyncio closes the socket), or for ``WS_LINGER`` seconds at most.
+    """
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    class LingeringWebSocketProtocol(WebSocketsSansIOProtocol):
+        _lingering = False
+
+        def handle_parser_exception(self) -> None:
+            assert self.conn.close_sent is not None
+            close = self.conn.close_sent
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": close.code,
+                                   "reason": close.reason})
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.close_sent = True
+            self._lingering = True
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            if self.read_paused:
+                self.read_paused = False
+                self.transport.resume_reading()
+            # uvicorn closes the socket when the app returns unless a close timer runs: this is it
+            self.close_timer = self.loop.call_later(WS_LINGER, self.transport.close)
+
+        def data_received(self, data: bytes) -> None:
+            if not self._lingering:
+                super().data_received(data)
+
+    return LingeringWebSocketProtocol
 
 
 def guarded_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:
