@@ -187,8 +187,9 @@ def test_bad_websocket_messages_get_close_codes_not_tracebacks(server, server_lo
 
 def _send_one_text_frame(url: str, size: int) -> tuple[int | None, str, str]:
     """A client that writes a whole text frame of ``size`` bytes before it reads anything, as a
-    client blocked in ``send`` does: (the close code it then reads or None, its reason, how the
-    connection ended: "eof", or the error the send or the read met)."""
+    client blocked in ``send`` does, then reads the server's close frame, answers it with its own
+    and reads to the end: (the close code it read or None, its reason, how the connection ended:
+    "eof", or the error the send or the read met)."""
     import base64
     import os
     import socket
@@ -215,6 +216,11 @@ def _send_one_text_frame(url: str, size: int) -> tuple[int | None, str, str]:
         except OSError as exc:
             ended = f"send: {exc.strerror}"
         try:
+            while len(data) < 2 or len(data) < 2 + (data[1] & 0x7F):
+                if not (block := s.recv(1 << 16)):
+                    break
+                data += block
+            s.sendall(bytes([0x88, 0x82]) + bytes(4) + b"\x03\xf1")  # our close (1009), as RFC 6455 asks
             while block := s.recv(1 << 16):
                 data += block
         except OSError as exc:

@@ -196,20 +196,57 @@ def ws_limits(max_body: int) -> dict[str, Any]:
     return {"ws": lingering_ws_protocol(), "ws_max_size": max_body, "ws_per_message_deflate": False}
 
 
+class FrameCursor:
+    """Where a client's byte stream is among its WebSocket frames, keeping no payload: ``feed``
+    returns the opcodes of the frames whose header ended in the bytes fed (RFC 6455 5.2 framing)."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+        self._skip = 0  # payload bytes of the current frame still to come
+
+    def feed(self, data: bytes) -> list[int]:
+        ops: list[int] = []
+        i, n = 0, len(data)
+        while i < n:
+            if self._skip:
+                k = min(self._skip, n - i)
+                self._skip -= k
+                i += k
+                continue
+            self._head.append(data[i])
+            i += 1
+            head = self._head
+            if len(head) < 2:
+                continue
+            short = head[1] & 0x7F
+            ext = 2 if short == 126 else 8 if short == 127 else 0
+            if len(head) < 2 + ext + (4 if head[1] & 0x80 else 0):
+                continue
+            ops.append(head[0] & 0x0F)
+            self._skip = int.from_bytes(head[2:2 + ext], "big") if ext else short
+            head.clear()
+        return ops
+
+
+CLOSE_OPCODE = 0x8
+
+
 def lingering_ws_protocol() -> type:
     """uvicorn's WebSocket protocol (websockets, sans-I/O) with a lingering close after a protocol error.
 
     When a frame goes over ``ws_max_size`` the protocol sends close 1009 and used to close the
     socket at once, while the client was still writing the rest of its message: a socket closed
     with unread input sends a TCP reset, and a client still writing (or one whose reset arrived
-    before it read) never saw the close frame. Here the close frame is sent, the write side is shut
-    (FIN), and input is read and thrown away -- never parsed nor kept -- until the client closes
-    its side (then asyncio closes the socket), or for ``WS_LINGER`` seconds at most.
+    before it read) never saw the close frame. Here the close frame is sent and the client's input
+    is read and thrown away -- never parsed nor kept; a ``FrameCursor`` follows the frame
+    boundaries -- until the client's own close frame (the closing handshake done) or its EOF, for
+    ``WS_LINGER`` seconds at most; then the socket is closed.
     """
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
     class LingeringWebSocketProtocol(WebSocketsSansIOProtocol):
         _lingering = False
+        _cursor: FrameCursor | None = None
 
         def handle_parser_exception(self) -> None:
             assert self.conn.close_sent is not None
@@ -219,8 +256,6 @@ def lingering_ws_protocol() -> type:
             self.transport.write(b"".join(self.conn.data_to_send()))
             self.close_sent = True
             self._lingering = True
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
             if self.read_paused:
                 self.read_paused = False
                 self.transport.resume_reading()
@@ -228,8 +263,15 @@ def lingering_ws_protocol() -> type:
             self.close_timer = self.loop.call_later(WS_LINGER, self.transport.close)
 
         def data_received(self, data: bytes) -> None:
+            if self._cursor is None:  # the first call is the upgrade request, replayed by h11
+                self._cursor = FrameCursor()
+                super().data_received(data)
+                return
+            ops = self._cursor.feed(data)
             if not self._lingering:
                 super().data_received(data)
+            elif CLOSE_OPCODE in ops and not self.transport.is_closing():
+                self.transport.close()  # the client answered our close: the handshake is done
 
     return LingeringWebSocketProtocol
 
