@@ -337,9 +337,9 @@ def test_eval_on_a_backend_gives_the_local_verdicts_and_trace_hashes(local_eval,
     with backend:
         on_backend = grade_function(backend)
 
-        def grader(*args, **kw):
-            calls.append(kw.get("gate", True))
-            return on_backend(*args, **kw)
+        def grader(task, text, options):
+            calls.append(options.gate)
+            return on_backend(task, text, options)
 
         got = eval_on(tmp_path, grader, backend.info())
     # 4 one-shot grades + 2 gate-off regrades of the refused ones + 1 agentic submit
