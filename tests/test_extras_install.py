@@ -9,9 +9,9 @@ Opt-in, since it downloads (about 1 GB of wheels unless pip's cache has them) in
 
     CDC_ENV_INSTALL_TEST=1 python -m pytest -m slow tests/test_extras_install.py
 
-Measured here (2 shared cores, pip's cache warm): 442 s for both orders while the load rose from 0.5 to 13 (0d566f5's
-pyproject: verifiers-then-openenv fails pip check, the other order passes), 1,220 s at load 13-19
-(this pyproject: both pass).
+Measured here (2 shared cores, pip's cache warm): 442 s for both orders while the load rose from
+0.5 to 13 (0d566f5's pyproject: verifiers-then-openenv fails pip check, the other order passes);
+1,220 s at load 13-19 (this pyproject: both pass).
 """
 
 from __future__ import annotations
