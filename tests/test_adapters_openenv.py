@@ -232,6 +232,30 @@ def _send_one_text_frame(url: str, size: int) -> tuple[int | None, str, str]:
     return None, "", ended
 
 
+def test_the_frame_cursor_follows_frames_without_their_payloads():
+    """What the lingering close counts on: payload bytes never read as a header (a payload full of
+    close-frame look-alikes), headers split across reads, 7-, 16- and 64-bit lengths, masked or not."""
+    import struct
+
+    from cdc_env.server.limits import FrameCursor
+
+    def frame(op: int, payload: bytes, masked: bool = True) -> bytes:
+        n = len(payload)
+        size = bytes([n]) if n < 126 else bytes([126]) + struct.pack("!H", n) if n < 1 << 16 \
+            else bytes([127]) + struct.pack("!Q", n)
+        size = bytes([size[0] | (0x80 if masked else 0)]) + size[1:]
+        return bytes([0x80 | op]) + size + (bytes(4) if masked else b"") + payload
+
+    fake_close = frame(0x8, b"\x03\xe8") * 40
+    stream = (frame(0x1, fake_close) + frame(0x2, b"x" * 70_000) + frame(0x1, fake_close * 300)
+              + frame(0x9, b"", masked=False) + frame(0x8, b"\x03\xf1"))
+    for step in (1, 3, 7, 4096, len(stream)):
+        cursor, ops = FrameCursor(), []
+        for i in range(0, len(stream), step):
+            ops += cursor.feed(stream[i:i + step])
+        assert ops == [0x1, 0x2, 0x1, 0x9, 0x8], step
+
+
 def test_a_message_far_over_max_body_gets_close_1009_not_a_reset():
     """A message 10x and 1000x --max-body: the server sends close 1009 and reads the rest of the
     message away before it closes the socket. (Before, it closed the socket with the client's bytes
