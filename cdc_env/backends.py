@@ -50,8 +50,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from .errors import CdcError
 
@@ -113,12 +114,12 @@ def run_job(job: GradeJob) -> dict:
     process's CPU while it ran plus its tool runs (their cgroups), and the CPU of the threads that
     are not the grade's -- a Ray worker's own threads, measured per thread -- is taken out of it."""
     try:
-        from .grade import grade
+        from .grade import GradeOptions, grade
         from .task import load_task
 
         before = thread_cpu()
-        report = grade(load_task(job.task), job.submission, sim=job.sim, hidden=job.hidden, jobs=job.jobs,
-                       gate=job.gate)
+        report = grade(load_task(job.task), job.submission,
+                       GradeOptions(sim=job.sim, hidden=job.hidden, jobs=job.jobs, gate=job.gate))
         other = foreign_cpu(before, thread_cpu())
         if other and isinstance(report.get("cpu_s"), (int, float)):
             report["cpu_s"] = round(max(0.0, report["cpu_s"] - other), 3)
@@ -602,19 +603,30 @@ def job_dict(job: GradeJob) -> dict:
 
 
 def grade_function(backend: Backend) -> Callable[..., dict]:
-    """A drop-in for ``cdc_env.grade`` that grades on ``backend`` (started by the caller): same
-    positional arguments, the keywords ``sim``, ``hidden``, ``gate`` (and ``sandbox``, which must be
-    True); returns the report. Thread-safe,
-    blocking: each calling thread waits for its own grade while the backend runs many at once.
-    A grade that could not be made comes back as a ``tool_error`` report with ``batch_error``."""
+    """A drop-in for ``cdc_env.grade`` that grades on ``backend`` (started by the caller): the same
+    arguments ``(task, submission, options, **keywords)``, of whose ``GradeOptions`` a backend takes ``sim``,
+    ``hidden`` and ``gate`` (the others must be their defaults: a backend always grades under
+    bubblewrap, with the default limits, batching and no test-only switch); returns the report.
+    Thread-safe, blocking: each calling thread waits for its own grade while the backend runs many
+    at once. A grade that could not be made comes back as a ``tool_error`` report with ``batch_error``."""
+    from .grade import GradeOptions, options_from  # noqa: PLC0415 -- the grader loads where a grade runs
 
-    def grade_on_backend(task: object, submission: str | bytes, *, sim: str = "icarus",
-                         hidden: int | str | None = "all", gate: bool = True, sandbox: bool = True) -> dict:
-        if not sandbox:
+    carried = ("sim", "hidden", "gate")
+
+    def grade_on_backend(task: object, submission: str | bytes, options: GradeOptions | None = None,
+                         **keywords: Any) -> dict:
+        opts = options_from(options, keywords)
+        other = [f.name for f in fields(GradeOptions) if f.name not in carried
+                 and getattr(opts, f.name) != getattr(GradeOptions(), f.name)]
+        if other == ["sandbox"]:
             raise CdcError("a backend always grades under bubblewrap; sandbox=False grades in-process only")
+        if other:
+            raise CdcError(f"a backend carries only {', '.join(carried)} of a grade's options, "
+                           f"not {other[0]}")
         tid = task if isinstance(task, str) else task.id  # type: ignore[attr-defined]
         text = submission.decode("utf-8", "replace") if isinstance(submission, bytes) else submission
-        row = backend.grade(GradeJob(id=0, task=tid, submission=text, sim=sim, hidden=hidden or 0, gate=gate))
+        row = backend.grade(GradeJob(id=0, task=tid, submission=text, sim=opts.sim, hidden=opts.hidden or 0,
+                                     gate=opts.gate))
         row.pop("id", None)
         return row
 

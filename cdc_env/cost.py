@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict
 
 from . import paths
-from .grade import grade
+from .grade import GradeOptions, grade
 from .parity import compare_design
 from .report import Report
 from .sim import verilator
@@ -75,7 +75,7 @@ def measure_task(task: Task, *, runs: int = 3, sandbox: bool = True, save: bool 
             for _ in range(runs):
                 if progress:
                     progress(f"{task.id} {label}", len(reports[label]), runs)
-                r = grade(task, ref, sim=sim, hidden=n, batch=batch, sandbox=sandbox)
+                r = grade(task, ref, GradeOptions(sim=sim, hidden=n, batch=batch, sandbox=sandbox))
                 if r["verdict"] != "pass":
                     raise RuntimeError(f"{task.id}: the reference fix did not pass ({label}): {r['reason']}")
                 reports[label].append(r)

@@ -17,11 +17,12 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from . import paths, tools
 from .errors import CdcError, clip_quoted
-from .grade import grade
+from .grade import GradeOptions, grade
 from .prompts import CONTRACT_NAME, task_prompt
 from .report import Report
 from .rungs import check_rung
@@ -59,8 +60,8 @@ class CdcRepairEnv:
             without ``bwrap`` the constructor raises). ``False`` only where bubblewrap cannot
             run; the static gate is then the only guard.
         grader: what grades a ``submit`` (default ``cdc_env.grade.grade``, here in this process):
-            any function with ``grade``'s arguments ``(task, text, *, sim, hidden, gate,
-            sandbox)`` returning its report, e.g. ``cdc_env.backends.grade_function(backend)`` to
+            any function with ``grade``'s positional arguments ``(task, text, options)`` (a
+            ``GradeOptions``) returning its report, e.g. ``cdc_env.backends.grade_function(backend)`` to
             grade on a local pool or a Ray cluster. ``run_visible`` always runs here.
         rung: the information rung episodes are served at unless ``reset`` says otherwise:
             ``full`` (the bug report), ``symptom`` or ``minimal`` (cdc_env.rungs). It changes only
@@ -159,6 +160,8 @@ class CdcRepairEnv:
         self.rung = check_rung(rung)
         self.episode_rung = self.rung  # the rung of the current episode (reset may choose another)
         self.sim, self.hidden, self.gate, self.sandbox = sim, hidden, gate, sandbox
+        # what a submit is graded with, checked once (the task's bound on hidden was checked above)
+        self.grade_options = GradeOptions(sim=sim, hidden=hidden, gate=gate, sandbox=sandbox)
         self._grader = grader
         self.max_steps, self.max_sim_runs = max_steps, max_sim_runs
         self._contract = paths.contract_file().read_text(encoding="utf-8")
@@ -372,8 +375,7 @@ class CdcRepairEnv:
         return self._contract, None
 
     def _submit(self) -> dict:
-        report = (self._grader or grade)(self.task, self._design, sim=self.sim, hidden=self.hidden,
-                                         gate=self.gate, sandbox=self.sandbox)
+        report = (self._grader or grade)(self.task, self._design, self.grade_options)
         return {**report, "rung": self.episode_rung}  # what the episode was told; the grade is the same
 
     def _run_visible(self) -> tuple[str, str | None]:
@@ -381,7 +383,7 @@ class CdcRepairEnv:
             return (f"Refused: the simulation budget ({self.max_sim_runs} runs) is spent; nothing was "
                     "simulated. You can still read, write and submit.", "budget")
         self._sim_runs += 1
-        report = grade(self.task, self._design, sim=self.sim, hidden=0, gate=self.gate, sandbox=self.sandbox)
+        report = grade(self.task, self._design, replace(self.grade_options, hidden=0))
         return describe_visible_run(self.task, report), ("tool_error" if report["verdict"] == "tool_error"
                                                           else None)
 

@@ -91,10 +91,11 @@ def _caught_at(report: dict) -> str:
 
 def replay_one(fx: Fixture, sim: str = "icarus", disable: frozenset[str] = frozenset()) -> dict:
     """Grade one fixture; the row says what was expected and what happened."""
-    from .grade import grade
+    from .grade import GradeOptions, grade
     from .task import load_task
 
-    report = grade(load_task(fx.task), fx.submission(), sim=sim, hidden=fx.hidden, disable=disable)
+    options = GradeOptions(sim=sim, hidden=fx.hidden, disable=disable)
+    report = grade(load_task(fx.task), fx.submission(), options)
     rules = sorted({f["rule"] for f in report["findings"]})
     row = {"fixture": fx.name, "kind": fx.kind, "task": fx.task, "sim": sim,
            "expect": fx.expect, "expect_stage": fx.stage, "expect_rule": fx.rule,

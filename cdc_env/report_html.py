@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 from .errors import CdcError
+from .eval.summary import outcome
 
 MAX_FAILING = 300  # failing submissions shown in full; the rest are counted
 MAX_TEXT = 20_000  # characters of one submission or message shown
@@ -97,8 +98,10 @@ def load_folder(folder: Path) -> dict:
     if not raw:
         raise CdcError(f"{folder} has no results.jsonl rows (is it a grade-batch or eval --out folder?)")
     summary = _read_json(folder / "summary.json")
+    meta: dict = {}
     rows = []
     if all("label" in r for r in raw):
+        meta = _read_json(folder / "metadata.json")
         kind = "eval"
         for r in raw:
             traj = _read_json(p) if (p := _inside(folder, r.get("trajectory"))) else {}
@@ -107,7 +110,7 @@ def load_folder(folder: Path) -> dict:
             at = "" if rung == "full" else f" [{rung}]"
             rows.append({"id": f"{r.get('task')}{at} s{r.get('sample')}", "task": r.get("task"),
                          "rung": rung, "control": r.get("control") is True, "changed": r.get("changed"),
-                         "verdict": r.get("label"), "stage": r.get("failed_stage"),
+                         "verdict": outcome(r), "stage": r.get("failed_stage"),
                          "reason": (report or {}).get("reason") or r.get("error") or r.get("refusal") or "",
                          "cpu_s": r.get("grade_cpu_s") or 0.0, "report": report,
                          "submission": traj.get("submission"), "mode": r.get("mode"),
@@ -127,7 +130,8 @@ def load_folder(folder: Path) -> dict:
                          "cpu_s": r.get("cpu_s") or 0.0, "report": r,
                          "submission": subs.get(str(r.get("id"))), "messages": None,
                          "batch_error": bool(r.get("batch_error")), "model": r.get("model_name_or_path")})
-    return {"kind": kind, "folder": folder, "rows": [_checked(r) for r in rows], "summary": summary}
+    return {"kind": kind, "folder": folder, "rows": [_checked(r) for r in rows], "summary": summary,
+            "meta": meta}
 
 
 def _malformed(row: dict) -> str:
@@ -281,6 +285,24 @@ def _batch_facts(data: dict) -> str:
     return "".join(out)
 
 
+def _run_facts(data: dict) -> str:
+    """eval: the model, the mode, the endpoint and the date (metadata.json), and what the two kinds
+    of refusal mean."""
+    if data["kind"] != "eval":
+        return ""
+    meta = data.get("meta") or {}
+    settings = meta.get("settings") if isinstance(meta.get("settings"), dict) else {}
+    sim = meta.get("simulator") if isinstance(meta.get("simulator"), dict) else {}
+    facts = [("model", settings.get("model")), ("mode", settings.get("mode")),
+             ("endpoint", meta.get("endpoint")), ("started", meta.get("started")),
+             ("finished", meta.get("finished")), ("simulator", sim.get("name"))]
+    cells = "".join(f"<tr><th>{k}</th><td>{esc(v if isinstance(v, str) and v else 'not recorded')}</td></tr>"
+                    for k, v in facts)
+    return (f"<table class='facts'>{cells}</table><p class='muted'>refused (model): the model declined "
+            "to answer, so nothing was graded. refused (grader): the allowlist or the static gate refused "
+            "the submitted design. refused_parse: the reply held no design to grade.</p>")
+
+
 def _gap(data: dict) -> str:
     if data["kind"] != "eval":
         return ""
@@ -389,7 +411,8 @@ def _failing(data: dict) -> str:
     out = [f"<h2>Failing submissions ({len(bad)})</h2>"]
     for r in bad[:MAX_FAILING]:
         stage = f" at {esc(r['stage'])}" if r.get("stage") else ""
-        out.append(f"<div class='card'><b>{esc(r['id'])}</b> &middot; {esc(r['task'])} &middot; "
+        what = " (no-bug control)" if r.get("control") is True else ""
+        out.append(f"<div class='card'><b>{esc(r['id'])}</b> &middot; {esc(r['task'])}{what} &middot; "
                    f"<span class='bad'>{esc(r['verdict'])}</span>{stage} &middot; {r['cpu_s']:.3f} CPU-s"
                    f"<div>{esc(r['reason'])}</div>")
         report = r.get("report") or {}
@@ -434,7 +457,8 @@ def render(data: dict) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"<h1>{esc(title)}</h1>{head}{_batch_facts(data)}{_pass_tables(rows) if rows else ''}"
+            f"<h1>{esc(title)}</h1>{_run_facts(data)}{head}{_batch_facts(data)}"
+            f"{_pass_tables(rows) if rows else ''}"
             f"{_rungs_table(rows)}"
             f"{_controls_table(controls)}{_gap(data)}{_cost(data['rows'])}"
             f"{_failing(data)}{_passing_transcripts(data)}</body></html>\n")

@@ -42,7 +42,14 @@ def test_openenv_client_over_websocket_to_reward_1(server):
         assert r.done and r.reward == 1.0 and r.observation["verdict"] == "pass"
         assert "report" not in r.observation  # the harness's: GET /v1/episodes/{id}/report
         assert env.state()["step_count"] == 2
-    # the session's episode ended with its connection
+    # the session's episode ended with its connection (the server ends it right after it answers
+    # the client's close, so the client can be back first: wait for it as the leaving tests do)
+    import time
+
+    for _ in range(600):
+        if obs["episode_id"] not in server.state.episodes:
+            break
+        time.sleep(0.1)
     assert obs["episode_id"] not in server.state.episodes
 
 
@@ -183,6 +190,105 @@ def test_bad_websocket_messages_get_close_codes_not_tracebacks(server, server_lo
     assert asyncio.run(close_code('{"type": "state", "pad": "' + "x" * (2 << 20) + '"}')) == 1009
     assert not [r.getMessage() for r in server_log if r.levelname in ("ERROR", "CRITICAL")]
     assert set(server.state.episodes) <= before  # every session's episode ended with it
+
+
+def _send_one_text_frame(url: str, size: int) -> tuple[int | None, str, str]:
+    """A client that writes a whole text frame of ``size`` bytes before it reads anything, as a
+    client blocked in ``send`` does, then reads the server's close frame, answers it with its own
+    and reads to the end: (the close code it read or None, its reason, how the connection ended:
+    "eof", or the error the send or the read met)."""
+    import base64
+    import os
+    import socket
+    import struct
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=120)
+    try:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET /openenv/ws HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                   "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101"), head[:80]
+        data = head.split(b"\r\n\r\n", 1)[1]
+        ended = "eof"
+        try:  # FIN + text, 64-bit length, a zero mask (so the payload goes as it is)
+            s.sendall(bytes([0x81, 0x80 | 127]) + struct.pack("!Q", size) + bytes(4))
+            chunk = b"x" * (1 << 16)
+            for done in range(0, size, len(chunk)):
+                s.sendall(chunk[:size - done])
+        except OSError as exc:
+            ended = f"send: {exc.strerror}"
+        try:
+            while len(data) < 2 or len(data) < 2 + (data[1] & 0x7F):
+                if not (block := s.recv(1 << 16)):
+                    break
+                data += block
+            s.sendall(bytes([0x88, 0x82]) + bytes(4) + b"\x03\xf1")  # our close (1009), as RFC 6455 asks
+            while block := s.recv(1 << 16):
+                data += block
+        except OSError as exc:
+            ended = f"recv: {exc.strerror}" if ended == "eof" else ended
+    finally:
+        s.close()
+    if len(data) >= 4 and data[0] == 0x88:
+        return struct.unpack("!H", data[2:4])[0], data[4:2 + (data[1] & 0x7F)].decode(), ended
+    return None, "", ended
+
+
+def test_the_frame_cursor_follows_frames_without_their_payloads():
+    """What the lingering close counts on: payload bytes never read as a header (a payload full of
+    close-frame look-alikes), headers split across reads, 7-, 16- and 64-bit lengths, masked or not."""
+    import struct
+
+    from cdc_env.server.limits import FrameCursor
+
+    def frame(op: int, payload: bytes, masked: bool = True) -> bytes:
+        n = len(payload)
+        size = bytes([n]) if n < 126 else bytes([126]) + struct.pack("!H", n) if n < 1 << 16 \
+            else bytes([127]) + struct.pack("!Q", n)
+        size = bytes([size[0] | (0x80 if masked else 0)]) + size[1:]
+        return bytes([0x80 | op]) + size + (bytes(4) if masked else b"") + payload
+
+    fake_close = frame(0x8, b"\x03\xe8") * 40
+    stream = (frame(0x1, fake_close) + frame(0x2, b"x" * 70_000) + frame(0x1, fake_close * 300)
+              + frame(0x9, b"", masked=False) + frame(0x8, b"\x03\xf1"))
+    for step in (1, 3, 7, 4096, len(stream)):
+        cursor, ops = FrameCursor(), []
+        for i in range(0, len(stream), step):
+            ops += cursor.feed(stream[i:i + step])
+        assert ops == [0x1, 0x2, 0x1, 0x9, 0x8], step
+
+
+def test_a_message_far_over_max_body_gets_close_1009_not_a_reset():
+    """A message 10x and 1000x --max-body: the server sends close 1009 and reads the rest of the
+    message away before it closes the socket. (Before, it closed the socket with the client's bytes
+    unread, the kernel answered with a TCP reset, and a client still writing -- the stock sync
+    client among them -- lost the close frame: a connection error instead of 1009.)"""
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    limit = 64 << 10
+    cfg = ServerConfig(tasks=resolve_tasks(["event"]), workers=1, hidden=4, max_episodes=2, max_body=limit)
+    with serve_in_thread(cfg) as srv:
+        for times in (10, 1000):
+            code, reason, ended = _send_one_text_frame(srv.url, times * limit)
+            assert (code, ended) == (1009, "eof"), (times, code, reason, ended)
+            assert str(limit) in reason
+            for _ in range(3):  # the stock client: its send writes the whole message, then it reads
+                with connect(_ws_url(srv), max_size=None) as ws:
+                    ws.send(json.dumps({"type": "reset", "data": {"task": "event"}}))
+                    assert json.loads(ws.recv())["type"] == "observation"
+                    with pytest.raises(ConnectionClosed) as closed:
+                        ws.send('{"type": "state", "pad": "' + "x" * (times * limit) + '"}')
+                        ws.recv()
+                    got = closed.value.rcvd
+                    assert got is not None and got.code == 1009, (times, closed.value)
 
 
 def test_a_client_that_leaves_mid_grade_leaves_no_traceback_and_no_episode(server, server_log):

@@ -235,6 +235,9 @@ def test_cli_with_the_real_controls(server, tmp_path):
             capture_output=True, text=True, env={**os.environ, "CDC_TEST_KEY": secret}, timeout=580)
     assert proc.returncode == 0, proc.stderr
     assert "| handshake | 2 | 2 | 100.0% |" in proc.stdout
+    said = [line for line in proc.stderr.splitlines() if "before any model call" in line]
+    assert len(said) == 1
+    assert said[0].startswith("cdc-env eval: controls passed on icarus before any model call: ")
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["controls"]["ok"] and meta["controls"]["count"] >= 4
     assert meta["api_key_env"] == "CDC_TEST_KEY"
@@ -334,9 +337,9 @@ def test_eval_on_a_backend_gives_the_local_verdicts_and_trace_hashes(local_eval,
     with backend:
         on_backend = grade_function(backend)
 
-        def grader(*args, **kw):
-            calls.append(kw.get("gate", True))
-            return on_backend(*args, **kw)
+        def grader(task, text, options):
+            calls.append(options.gate)
+            return on_backend(task, text, options)
 
         got = eval_on(tmp_path, grader, backend.info())
     # 4 one-shot grades + 2 gate-off regrades of the refused ones + 1 agentic submit

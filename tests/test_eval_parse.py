@@ -178,8 +178,27 @@ def test_progress_off_a_terminal_is_one_plain_line_per_rollout(capsys):
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert len(lines) == 2 and "\r" not in err and "\x1b" not in err
-    assert lines[0].startswith("eval 1/2  event s0: pass  pass 1  refused 0  parse 0  errors 0")
+    assert lines[0].startswith("eval 1/2  event s0: pass  pass 1  refused: model 0 grader 0  parse 0  "
+                               "errors 0")
     assert "rollouts/min  ETA" in lines[0] and lines[1].endswith("ETA -")
+
+
+def test_progress_keeps_controls_and_who_refused_apart(capsys):
+    """A control's pass is not a task's pass; a model's refusal is not the gate's."""
+    bar = ProgressBar(tty=False)
+    bar({"label": "pass", "task": "event", "sample": 0, "control": False}, 1, 4)
+    bar({"label": "pass", "task": "event_control", "sample": 0, "control": True}, 2, 4)
+    bar({"label": "refused", "failed_stage": "model", "task": "event", "sample": 1, "control": False}, 3, 4)
+    bar({"label": "refused", "failed_stage": "gate", "task": "event_control", "sample": 1,
+         "control": True}, 4, 4)
+    lines = capsys.readouterr().err.splitlines()
+    assert "event s0: pass  pass 1  refused: model 0 grader 0  parse 0  errors 0  " in lines[0]
+    assert "controls" not in lines[0]
+    assert ("event_control s0: pass  pass 1  refused: model 0 grader 0  parse 0  errors 0  "
+            "| controls pass 1/1") in lines[1]
+    assert "event s1: refused (model)  pass 1  refused: model 1 grader 0" in lines[2]
+    assert "event_control s1: refused (grader)  pass 1  refused: model 1 grader 0  parse 0  errors 0  " \
+        "| controls pass 1/2" in lines[3]
 
 
 def test_progress_on_a_terminal_is_a_tqdm_bar_with_rate_and_eta(capsys):

@@ -19,6 +19,8 @@ from cdc_env.errors import CdcError
 from cdc_env.report_html import histogram_svg, load_folder, render, write_report
 from cdc_env.task import load_task
 
+from .conftest import needs_bwrap, needs_icarus
+
 ROOT = Path(__file__).resolve().parents[1]
 EVIL = "</pre></div><script>document.title='pwned'</script><img src=x onerror=\"document.title='img'\">"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -196,3 +198,45 @@ def test_batch_page_has_the_per_model_table_and_the_skipped_lines(tmp_path):
     assert "Pass rate by model" in text and "2 input lines skipped" in text
     assert "model-a" in text
     assert EVIL in text  # the model name shown as text
+
+
+@needs_icarus
+@needs_bwrap
+def test_eval_page_from_a_real_run_names_the_run_and_keeps_refusals_and_controls_apart(tmp_path, capsys):
+    """A real eval run against the stand-in model (real HTTP, real grades): a task and its no-bug
+    control, each answered once with the fix, once with a refusal, once with a raw crossing the
+    gate refuses. The page names the model, the mode, the endpoint and the date; a model's refusal
+    and the grader's are two verdicts; the control is counted apart; the progress line counts the
+    control apart; the controls that ran before any model call said so in one line."""
+    pytest.importorskip("openai", reason="the openai client is not installed (pip install .[eval])")
+    from cdc_env.eval import EvalSettings, ProgressBar, run_eval
+    from cdc_env.standin import StandinServer
+
+    fix = {"content": "```verilog\n{design}```", "design": "reference"}
+    raw = {"content": "```verilog\n{design}```", "design": "raw_crossing"}
+    refuse = {"refusal": "I can't help with that."}
+    script = {"name": "page-mix", "variants": [[fix], [refuse], [raw]]}
+    said: list[str] = []
+    with StandinServer(scripts={"page-mix": script}) as srv:
+        settings = EvalSettings(mode="oneshot", base_url=srv.url, model="page-mix",
+                                tasks=["handshake", "handshake_control"], samples=3, hidden=2,
+                                concurrency=1, backoff_s=0.01)
+        run_eval(settings, tmp_path / "run", progress=ProgressBar(tty=False), say=said.append,
+                 controls=lambda sim: (True, [], "4 controls behaved as expected"))
+    assert said == ["controls passed on icarus before any model call: 4 controls behaved as expected"]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1].endswith("ETA -") and "refused: model 1 grader 1" in lines[-1]
+    assert "| controls pass 1/3" in lines[-1] and "pass 1  " in lines[-1]
+
+    page = render(load_folder(tmp_path / "run"))
+    text = "\n".join(parse(page).text)
+    for needle in ("model\npage-mix", "mode\noneshot", f"endpoint\n{srv.url}", "started\n2", "finished\n2"):
+        assert needle in text, needle
+    verdicts = page[page.index("<h2>Verdicts</h2>"):page.index("<h2>Where grades stopped</h2>")]
+    assert ">refused (model)</td><td class=\"n\">1<" in verdicts
+    assert ">refused (grader)</td><td class=\"n\">1<" in verdicts
+    assert ">pass</td><td class=\"n\">1<" in verdicts  # the control's pass is not counted here
+    assert "<b>3</b> graded" in page and "Plus 3 no-bug control rollouts" in text
+    controls = page[page.index("<h2>No-bug controls</h2>"):]
+    assert "<td>handshake_control</td><td class=\"n\">3</td>" in controls
+    assert "handshake_control (no-bug control)" in text

@@ -47,7 +47,7 @@ from pydantic import Field
 
 from .. import tools as cdc_tools
 from ..env import DEFAULT_HIDDEN, CdcRepairEnv
-from ..grade import grade
+from ..grade import GradeOptions, grade
 from ..prompts import AGENT_SYSTEM_PROMPT, task_prompt
 from ..report import report_schema
 from ..rungs import title
@@ -175,7 +175,8 @@ class CdcTask(vf.Task[CdcTaskData, CdcState, CdcTaskConfig]):
         if getattr(state, "verdict", None) is None:
             task = load_task(self.data.task_id)
             design = getattr(state, "design", None) or task.given_text
-            report = await asyncio.to_thread(grade, task, design, sim=self.data.sim, hidden=self.data.hidden)
+            report = await asyncio.to_thread(grade, task, design,
+                                             GradeOptions(sim=self.data.sim, hidden=self.data.hidden))
             record_outcome(state, report)
         return state
 

@@ -53,7 +53,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         with grading:
             summary = run_eval(settings, args.out, resume=args.resume, progress=progress,
-                               grader=grading.grader, grades_on=grading.grades_on)
+                               grader=grading.grader, grades_on=grading.grades_on,
+                               say=lambda line: print(f"cdc-env eval: {line}", file=sys.stderr, flush=True))
     except (ControlsFailed, EndpointUnavailable) as exc:
         print(f"cdc-env: {exc}", file=sys.stderr)
         return EXIT_NOT_PASS

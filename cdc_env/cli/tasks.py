@@ -69,7 +69,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from ..grade import grade
+    from ..grade import GradeOptions, grade
     from ..sim.certs import batch_policy
     from ..task import load_task
 
@@ -80,7 +80,8 @@ def cmd_grade(args) -> int:
         policy = batch_policy(args.batch_policy)
     except ValueError as exc:  # an unknown name in $CDC_ENV_BATCH_POLICY
         raise CdcError(str(exc)) from None
-    report = grade(task, data, sim=args.sim, hidden=hidden, settle=not args.no_settle, batch_policy=policy,
+    options = GradeOptions(sim=args.sim, hidden=hidden, settle=not args.no_settle, batch_policy=policy)
+    report = grade(task, data, options,
                    progress=progress_printer(not args.json and sys.stderr.isatty() or args.progress))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -120,16 +121,17 @@ def cmd_gate_tasks(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from ..grade import grade
+    from ..grade import GradeOptions, grade
     from ..task import load_task
 
     task = load_task(args.task)
+    options = GradeOptions(hidden=args.hidden)
     print(f"== {task.id}: {task.title}")
     print(f"== 1. the defective design as shipped ({task.editable}), late settling on")
-    bad = grade(task, task.defective_text, hidden=args.hidden)
+    bad = grade(task, task.defective_text, options)
     print_report(bad)
     print(f"\n== 2. the reference fix, late settling on, {args.hidden} hidden seeds")
-    good = grade(task, task.reference_text, hidden=args.hidden)
+    good = grade(task, task.reference_text, options)
     print_report(good)
     ok = bad["verdict"] != "pass" and good["verdict"] == "pass"
     print("\ndemo:", "ok (the defect is caught, the fix passes)" if ok else "UNEXPECTED RESULT")

@@ -19,7 +19,7 @@ from ..errors import CdcError
 if TYPE_CHECKING:
     from ..backends import Backend
 
-Grader = Callable[..., dict]  # cdc_env.grade.grade's signature: (task, submission, *, sim, hidden, gate)
+Grader = Callable[..., dict]  # cdc_env.grade.grade's signature: (task, submission, options)
 IN_PROCESS = {"backend": "in-process"}
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..env import CdcRepairEnv
-from ..grade import grade
+from ..grade import GradeOptions, grade
 from ..prompts import REMINDER, agent_messages, oneshot_messages
 from ..report import GateDecision, Report
 from ..task import Task
@@ -52,6 +52,11 @@ class Rollout:
     wall_s: float = 0.0
     grader: Grader = field(default=grade, repr=False)  # local, or a backend's (scale.md)
 
+    @property
+    def grade_options(self) -> GradeOptions:
+        """What the rollout's submission is graded with (EvalSettings checked sim and hidden)."""
+        return GradeOptions(sim=self.settings.sim, hidden=self.settings.hidden)
+
     def ask(self, endpoint: Endpoint, tools: list[dict] | None = None) -> Reply:
         try:
             reply, retries = endpoint.chat(self.messages, tools)
@@ -72,8 +77,7 @@ class Rollout:
         self.submission, self.report = submission, report
         self.label, self.failed_stage = report["verdict"], report["failed_stage"]
         if gate_result(report) == "refused":
-            s = self.settings
-            self.gate_off_report = self.grader(self.task, submission, sim=s.sim, hidden=s.hidden, gate=False)
+            self.gate_off_report = self.grader(self.task, submission, replace(self.grade_options, gate=False))
 
     def row(self, out_dir: Path) -> dict:
         r = self.report
@@ -156,8 +160,7 @@ def run_oneshot(ro: Rollout, endpoint: Endpoint) -> None:
     if parsed.text is None:
         ro.label, ro.failed_stage = "refused_parse", "parse"
         return
-    s = ro.settings
-    ro.graded(parsed.text, ro.grader(ro.task, parsed.text, sim=s.sim, hidden=s.hidden))
+    ro.graded(parsed.text, ro.grader(ro.task, parsed.text, ro.grade_options))
 
 
 def run_agentic(ro: Rollout, endpoint: Endpoint) -> None:

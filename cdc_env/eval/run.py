@@ -24,7 +24,7 @@ from .grading import IN_PROCESS, Grader
 from .results import Results, row_key
 from .rollout import run_rollout
 from .settings import OPERATIONAL, EvalSettings, redact_url, resolve_tasks
-from .summary import summarize, summary_markdown
+from .summary import outcome, summarize, summary_markdown
 
 Controls = Callable[[str], tuple[bool, list[dict], str]]
 Progress = Callable[[dict, int, int], None]  # (row just finished, done, total)
@@ -80,7 +80,8 @@ def _metadata(settings: EvalSettings, tasks: list[Task], controls: tuple[bool, l
 
 def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = False,
              controls: Controls | None = None, progress: Progress | None = None,
-             grader: Grader | None = None, grades_on: dict | None = None) -> dict:
+             grader: Grader | None = None, grades_on: dict | None = None,
+             say: Callable[[str], None] | None = None) -> dict:
     """Controls, then every (task, rung, sample) rollout not yet finished; returns the summary.
 
     Raises ``EndpointUnavailable`` when the endpoint cannot be reached (checked first, before the
@@ -91,7 +92,8 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
     ``grader`` grades the submissions (default ``cdc_env.grade.grade`` in this process): a backend's
     ``grade_function`` puts the one-shot grades, the agentic submit grades and the gate-off regrades
     on a local pool or a Ray cluster (docs/scale.md); ``run_visible`` and the controls stay local.
-    ``grades_on`` (the backend's ``info()``) is recorded in metadata.json.
+    ``grades_on`` (the backend's ``info()``) is recorded in metadata.json. ``say`` gets one line
+    when the controls have passed, before any model call (the CLI prints it on stderr).
     """
     settings.check()
     tasks = resolve_tasks(settings.tasks)
@@ -123,6 +125,8 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
     if not ok:
         raise ControlsFailed(f"the controls failed; no model was called and nothing was written. "
                              f"{message}")
+    if say is not None:
+        say(f"controls passed on {settings.sim} before any model call: {message}")
 
     out.mkdir(parents=True, exist_ok=True)
     finished = results.keep_finished() if resume else []
@@ -173,26 +177,34 @@ def run_eval(settings: EvalSettings, out_dir: str | Path, *, resume: bool = Fals
 
 
 class ProgressBar:
-    """Progress on stderr: rollouts done, passes, refusals, parse failures, errors, rate and ETA.
+    """Progress on stderr: rollouts done, passes, refusals (the model's apart from the grader's),
+    parse failures, errors, rate and ETA; the no-bug controls' rollouts counted apart.
 
     On a terminal (``tty``, default: stderr is one) a tqdm bar; elsewhere (CI, a log file) one plain
     line per finished rollout, with no carriage returns or escape codes.
     """
 
+    KEYS = ("pass", "refused (model)", "refused (grader)", "refused_parse", "endpoint_error", "tool_error")
+
     def __init__(self, tty: bool | None = None) -> None:
         self.tty = sys.stderr.isatty() if tty is None else tty
-        self.tally = {"pass": 0, "refused": 0, "refused_parse": 0, "endpoint_error": 0, "tool_error": 0}
+        self.tally = dict.fromkeys(self.KEYS, 0)  # defect tasks
+        self.controls = {"done": 0, "pass": 0}  # no-bug controls
         self.t0 = time.monotonic()
         self.bar = None
 
     def _counts(self) -> str:
-        t = self.tally
-        return (f"pass {t['pass']}  refused {t['refused']}  parse {t['refused_parse']}  "
-                f"errors {t['endpoint_error'] + t['tool_error']}")
+        t, c = self.tally, self.controls
+        text = (f"pass {t['pass']}  refused: model {t['refused (model)']} grader {t['refused (grader)']}  "
+                f"parse {t['refused_parse']}  errors {t['endpoint_error'] + t['tool_error']}")
+        return text + (f"  | controls pass {c['pass']}/{c['done']}" if c["done"] else "")
 
     def __call__(self, row: dict, done: int, total: int) -> None:
-        if row["label"] in self.tally:
-            self.tally[row["label"]] += 1
+        if row.get("control"):
+            self.controls["done"] += 1
+            self.controls["pass"] += row["label"] == "pass"
+        elif outcome(row) in self.tally:
+            self.tally[outcome(row)] += 1
         if self.tty:
             if self.bar is None:
                 from tqdm import tqdm  # noqa: PLC0415 -- only a terminal draws a bar
@@ -207,5 +219,5 @@ class ProgressBar:
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f"{(total - done) / rate:.0f} s" if rate > 0 and done < total else "-"
         rung = "" if row.get("rung", "full") == "full" else f" [{row['rung']}]"
-        print(f"eval {done}/{total}  {row.get('task', '?')}{rung} s{row.get('sample', '?')}: {row['label']}  "
+        print(f"eval {done}/{total}  {row.get('task', '?')}{rung} s{row.get('sample', '?')}: {outcome(row)}  "
               f"{self._counts()}  {60 * rate:.1f} rollouts/min  ETA {eta}", file=sys.stderr, flush=True)

@@ -18,6 +18,15 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
+def outcome(row: dict) -> str:
+    """A row's label with a refusal said by who refused: ``refused (model)`` (the model declined to
+    answer, so there was no design to grade) apart from ``refused (grader)`` (the allowlist or the
+    static gate refused the submitted design); every other label as it is."""
+    if row.get("label") != "refused":
+        return row.get("label")  # type: ignore[return-value]  -- a malformed row keeps what it holds
+    return "refused (model)" if row.get("failed_stage") == "model" else "refused (grader)"
+
+
 def _counts(rows: list[dict]) -> dict:
     decided = [r for r in rows if r["label"] not in NOT_RESULTS]
     n = len(decided)
@@ -30,10 +39,9 @@ def _counts(rows: list[dict]) -> dict:
             "overfit_rate": round(overfit / n, 4) if n else None,
             "fail": sum(r["label"] in ("fail", "timeout") for r in rows),
             "compile_error": sum(r["label"] == "compile_error" for r in rows),
-            "refused_model": sum(r["label"] == "refused" and r["failed_stage"] == "model" for r in rows),
+            "refused_model": sum(outcome(r) == "refused (model)" for r in rows),
             "refused_parse": sum(r["label"] == "refused_parse" for r in rows),
-            "refused_gate": sum(r["label"] == "refused" and r["failed_stage"] in ("gate", "allowlist")
-                                for r in rows),
+            "refused_gate": sum(outcome(r) == "refused (grader)" for r in rows),
             "tool_error": sum(r["label"] == "tool_error" for r in rows),
             "endpoint_error": sum(r["label"] == "endpoint_error" for r in rows)}
 

@@ -184,12 +184,96 @@ def check_arguments(tool: object, arguments: object) -> tuple[object, bool]:
 WS_READ_CHUNK = 256 * 1024  # the most asyncio reads from a socket at once (bytes)
 
 
+WS_LINGER = 10.0  # seconds a connection closed for an oversized message goes on discarding input
+
+
 def ws_limits(max_body: int) -> dict[str, Any]:
-    """uvicorn's WebSocket settings: a message is at most ``max_body`` bytes (larger: close 1009),
-    and no per-message compression, so what the server holds for one WebSocket before the app
-    reads it is at most one socket read (``WS_READ_CHUNK``) of messages plus one partial message.
-    With compression, one read of deflated messages could expand to hundreds of MiB."""
-    return {"ws_max_size": max_body, "ws_per_message_deflate": False}
+    """uvicorn's WebSocket settings: a message is at most ``max_body`` bytes (larger: close 1009,
+    delivered, see ``lingering_ws_protocol``), and no per-message compression, so what the server
+    holds for one WebSocket before the app reads it is at most one socket read (``WS_READ_CHUNK``)
+    of messages plus one partial message. With compression, one read of deflated messages could
+    expand to hundreds of MiB."""
+    return {"ws": lingering_ws_protocol(), "ws_max_size": max_body, "ws_per_message_deflate": False}
+
+
+class FrameCursor:
+    """Where a client's byte stream is among its WebSocket frames, keeping no payload: ``feed``
+    returns the opcodes of the frames whose header ended in the bytes fed (RFC 6455 5.2 framing)."""
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+        self._skip = 0  # payload bytes of the current frame still to come
+
+    def feed(self, data: bytes) -> list[int]:
+        ops: list[int] = []
+        i, n = 0, len(data)
+        while i < n:
+            if self._skip:
+                k = min(self._skip, n - i)
+                self._skip -= k
+                i += k
+                continue
+            self._head.append(data[i])
+            i += 1
+            head = self._head
+            if len(head) < 2:
+                continue
+            short = head[1] & 0x7F
+            ext = 2 if short == 126 else 8 if short == 127 else 0
+            if len(head) < 2 + ext + (4 if head[1] & 0x80 else 0):
+                continue
+            ops.append(head[0] & 0x0F)
+            self._skip = int.from_bytes(head[2:2 + ext], "big") if ext else short
+            head.clear()
+        return ops
+
+
+CLOSE_OPCODE = 0x8
+
+
+def lingering_ws_protocol() -> type:
+    """uvicorn's WebSocket protocol (websockets, sans-I/O) with a lingering close after a protocol error.
+
+    When a frame goes over ``ws_max_size`` the protocol sends close 1009 and used to close the
+    socket at once, while the client was still writing the rest of its message: a socket closed
+    with unread input sends a TCP reset, and a client still writing (or one whose reset arrived
+    before it read) never saw the close frame. Here the close frame is sent and the client's input
+    is read and thrown away -- never parsed nor kept; a ``FrameCursor`` follows the frame
+    boundaries -- until the client's own close frame (the closing handshake done) or its EOF, for
+    ``WS_LINGER`` seconds at most; then the socket is closed.
+    """
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    class LingeringWebSocketProtocol(WebSocketsSansIOProtocol):
+        _lingering = False
+        _cursor: FrameCursor | None = None
+
+        def handle_parser_exception(self) -> None:
+            assert self.conn.close_sent is not None
+            close = self.conn.close_sent
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": close.code,
+                                   "reason": close.reason})
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.close_sent = True
+            self._lingering = True
+            if self.read_paused:
+                self.read_paused = False
+                self.transport.resume_reading()
+            # uvicorn closes the socket when the app returns unless a close timer runs: this is it
+            self.close_timer = self.loop.call_later(WS_LINGER, self.transport.close)
+
+        def data_received(self, data: bytes) -> None:
+            if self._cursor is None:  # the first call is the upgrade request, replayed by h11
+                self._cursor = FrameCursor()
+                super().data_received(data)
+                return
+            ops = self._cursor.feed(data)
+            if not self._lingering:
+                super().data_received(data)
+            elif CLOSE_OPCODE in ops and not self.transport.is_closing():
+                self.transport.close()  # the client answered our close: the handshake is done
+
+    return LingeringWebSocketProtocol
 
 
 def guarded_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..env import CdcRepairEnv
-from ..grade import grade
+from ..grade import GradeOptions, grade
 from ..task import Task
 from .errors import ApiError
 
@@ -70,7 +70,7 @@ def _worker_step(env: PortableEnv, tool: object, args: object, scratch: str) -> 
 def _worker_grade(task: Task, submission: str, sim: str, hidden: int | str, scratch: str) -> dict:
     try:
         with _scratch(scratch):
-            return grade(task, submission, sim=sim, hidden=hidden)
+            return grade(task, submission, GradeOptions(sim=sim, hidden=hidden))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
