@@ -42,8 +42,8 @@ def shape_evidence(seeds: int) -> list[dict]:
     import shutil
     import tempfile
 
-    from cdc_env.fifo.generator import write_task
-    from cdc_env.fifo.variants import EVIDENCE, EXTRA
+    from cdc_env.families.fifo.generator import write_task
+    from cdc_env.families.fifo.variants import EVIDENCE, EXTRA
     from cdc_env.sim import get_simulator
     from cdc_env.sim.seeds import hidden_seeds, plan_seed
     from cdc_env.sim.stage import run_seeds

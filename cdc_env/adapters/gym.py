@@ -121,8 +121,8 @@ class ToolCallSpace(spaces.Space[dict]):
 # The training region of the FIFO family (cdc_env.fifo.variants): a generated variant's parameters.
 def generated_fifo_params(rng: Any) -> Any:
     """FifoParams drawn with ``rng`` (a numpy Generator) from the training region."""
-    from ..fifo import variants
-    from ..fifo.generator import EXTRAS, SHAPES, FifoParams
+    from ..families.fifo import variants
+    from ..families.fifo.generator import EXTRAS, SHAPES, FifoParams
 
     def pick(seq: tuple) -> Any:
         return seq[int(rng.integers(0, len(seq)))]
@@ -166,7 +166,7 @@ class CdcGymEnv(gymnasium.Env):
             p = generated_fifo_params(self.np_random)
             folder = self._scratch / p.id
             if not (folder / "task.toml").is_file():
-                from ..fifo.generator import write_task
+                from ..families.fifo.generator import write_task
 
                 write_task(p, folder)
             return load_task(folder)

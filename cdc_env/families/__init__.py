@@ -84,7 +84,10 @@ class Family(Protocol):
 
 
 # name -> module exposing FAMILY. One line per family.
+# (handshake and event are handwritten single tasks under tasks/, not generator families.)
 REGISTRY: dict[str, str] = {
+    "fifo": "cdc_env.families.fifo",
+    "reset": "cdc_env.families.rst",
 }
 
 
@@ -114,3 +117,28 @@ def write_files(files: dict[str, str], out: Path, *, force: bool = False) -> Pat
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     return out
+
+
+def task_files(module: str, manifest: str, testbench: str, bug_report: str, design) -> dict[str, str]:
+    """A generated task folder's files, laid out the same way by every family: ``task.toml``,
+    ``tb.v``, ``BUG.md``, the editable ``<module>.v`` (``design("defect")``) and its
+    ``reference/`` and ``clean/`` versions (``design(kind)`` gives each text)."""
+    ed = f"{module}.v"
+    return {
+        "task.toml": manifest,
+        "tb.v": testbench,
+        "BUG.md": bug_report,
+        ed: design("defect"),
+        f"reference/{ed}": design("reference"),
+        f"clean/{ed}": design("clean"),
+    }
+
+
+def differs(files: dict[str, str], folder: Path) -> list[str]:
+    """Files of ``folder`` that differ from ``files`` (a generator's output), or are extra."""
+    folder = Path(folder)
+    found = folder.rglob("*") if folder.is_dir() else []
+    have = {str(f.relative_to(folder)): f for f in found if f.is_file()}
+    bad = [rel for rel, text in files.items() if rel not in have or have[rel].read_text() != text]
+    bad += [rel for rel in have if rel not in files]
+    return sorted(bad)

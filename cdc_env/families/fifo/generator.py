@@ -41,8 +41,8 @@ import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import CdcError
-from ..families import write_files
+from ...errors import CdcError
+from .. import task_files, write_files
 
 SHAPES = ("bus_binary", "bit_binary", "dst_gray")
 EXTRA_SHAPES = ("rd_binary", "early_publish", "reset_domain")
@@ -821,15 +821,8 @@ defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
 def generate(p: FifoParams) -> dict[str, str]:
     """Every file of the task folder, as {relative path: text}."""
     p.check()
-    ed = f"{p.module}.v"
-    return {
-        "task.toml": manifest_text(p),
-        "tb.v": testbench_text(p),
-        "BUG.md": bug_report(p),
-        ed: design_text(p, "defect"),
-        f"reference/{ed}": design_text(p, "reference"),
-        f"clean/{ed}": design_text(p, "clean"),
-    }
+    return task_files(p.module, manifest_text(p), testbench_text(p), bug_report(p),
+                      lambda kind: design_text(p, kind))
 
 
 def write_task(p: FifoParams, out: Path, *, force: bool = False) -> Path:
