@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "cost": ("cdc_env.cli.sim", "measure the CPU cost of grading each task's reference fix"),
     "family": ("cdc_env.cli.families", "the task families: list, show and generate variants"),
     "fifo": ("cdc_env.cli.families", "the asynchronous FIFO family: list and generate variants"),
+    "catalogue": ("cdc_env.cli.families", "the catalogues of gated training variants: list, mint, show"),
     "heldout": ("cdc_env.cli.families", "mint and verify held-out variants of every family"),
     "serve": ("cdc_env.cli.serve", "serve the named tasks over HTTP (episodes, tools, one-shot grades)"),
     "eval": ("cdc_env.cli.eval", "evaluate a model (one-shot or agentic) via a Chat Completions endpoint"),

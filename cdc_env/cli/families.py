@@ -9,6 +9,9 @@
   cdc-env fifo list | generate ...                the same for the FIFO family (``family ... fifo``)
   cdc-env heldout mint [--family NAME] --key-file K --out D [--no-gate]
   cdc-env heldout verify --dir D [--key-file K]
+  cdc-env catalogue list                          each family's catalogue: entries, rejected, stale
+  cdc-env catalogue mint --family F --count N [--backend pool|ray] [--jobs J] [--key-file K] [--out D]
+  cdc-env catalogue show ID                       one entry (``fifo@3``) and its materialised folder
 
 Every command takes ``--json``. The gate itself is ``cdc-env gate-tasks``; held-out folders are
 gated at mint time and are never listed by ``cdc-env tasks``.
@@ -144,6 +147,49 @@ def cmd_verify(args) -> int:
     return 0 if res["ok"] else 1
 
 
+def cmd_catalogue_list(args) -> int:
+    from ..families.catalogue import summary
+
+    rows = summary(Path(args.dir) if args.dir else None)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['family']:10} {r['entries']:4} entries  {r['rejected']:3} rejected  "
+                  f"{r['stale']:4} stale  {r['file']}")
+    return 0
+
+
+def cmd_catalogue_mint(args) -> int:
+    from ..families.catalogue import DEFAULT_KEY, catalogue_file, mint
+    from ..families.heldout import read_key
+
+    key = read_key(Path(args.key_file)) if args.key_file else DEFAULT_KEY
+    tally = mint(args.family, args.count, key=key, root=Path(args.out) if args.out else None,
+                 backend=args.backend, jobs=args.jobs, gate=not args.no_gate, sim=args.sim,
+                 progress=not args.json, ray_address=args.ray_address)
+    tally["file"] = str(catalogue_file(args.family, Path(args.out) if args.out else None))
+    print(json.dumps(tally) if args.json else
+          f"{args.family}: {tally['entries']} new entries, {tally['rejected']} rejected, "
+          f"{tally['skipped']} already done -> {tally['file']}")
+    return 0
+
+
+def cmd_catalogue_show(args) -> int:
+    from ..families.catalogue import lookup, resolve
+
+    entry = lookup(args.id)
+    out = {**entry, "dir": str(resolve(args.id))}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        g = entry.get("gate") or {}
+        print(f"{entry['id']}  task {entry['task_id']}  step {entry['step']}  gate "
+              f"{'ok' if g.get('ok') else 'not run'}  defect {g.get('defect_hidden_fail_settle')}/200  "
+              f"code {entry['code']}\n{out['dir']}")
+    return 0
+
+
 def _generate_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("ids", nargs="*", help="committed variant ids (see: cdc-env family show NAME)")
     s.add_argument("--all", action="store_true", help="every committed variant")
@@ -177,6 +223,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = fsub.add_parser("generate", help="write task folders from the generator")
     _generate_args(s)
     s.set_defaults(family="fifo")
+
+    c = sub.add_parser("catalogue", help="the catalogues of gated training variants: list, mint, show")
+    csub = c.add_subparsers(dest="catalogue_command", required=True, parser_class=type(c))
+    s = csub.add_parser("list", help="each family's catalogue and its size")
+    s.add_argument("--dir", help="a catalogue folder (default: the repository's catalogues/)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_catalogue_list)
+    s = csub.add_parser("mint", help="mint (or resume) a family's catalogue: indices 0..N-1")
+    s.add_argument("--family", required=True, choices=families.names())
+    s.add_argument("--count", type=int, required=True)
+    s.add_argument("--backend", choices=("pool", "ray"), default="pool")
+    s.add_argument("--jobs", type=int, default=1, help="variants in flight (pool processes or Ray tasks)")
+    s.add_argument("--ray-address", default="local",
+                   help="with --backend ray: local (default), auto or host:port")
+    s.add_argument("--key-file", help="a key (default: the public training key, for the shipped catalogues)")
+    s.add_argument("--out", help="catalogue folder (default: the repository's catalogues/)")
+    s.add_argument("--sim", default="icarus", choices=("icarus", "verilator"))
+    s.add_argument("--no-gate", action="store_true", help="band and visible seeds only (tests)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_catalogue_mint)
+    s = csub.add_parser("show", help="one entry and the folder it is served from")
+    s.add_argument("id", help="<family>@<index>, e.g. fifo@3")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_catalogue_show)
 
     h = sub.add_parser("heldout", help="mint and verify held-out variants of every family (never committed)")
     hsub = h.add_subparsers(dest="heldout_command", required=True, parser_class=type(h))

@@ -37,8 +37,8 @@ SHAPE_KNOBS: dict[str, dict[str, Any]] = {
     "rd_binary": {"wr_block": 5, "fast": "a", "wr_pct": (20, 80), "aw": 4},
     "early_publish": {"fast": "b", "ratio_max": 4.0, "low_band": 0.35, "burst": 3},
 }
-# The search: traffic ranges (push probability, percent) and run lengths (slow cycles) tried in
-# order after the drawn value, until the gate holds.
+# The search: traffic ranges (push probability, percent), each with the run lengths (slow cycles),
+# tried in order after the drawn value until the gate holds.
 WR_PCT_TRIES = ((30, 90), (20, 90), (10, 70), (40, 95), (15, 80), (50, 100))
 RUN_SLOW_TRIES = (300, 450)
 
@@ -89,8 +89,8 @@ class FifoFamily:
     def search(self, p: FifoParams) -> Iterator[FifoParams]:
         yield p
         seen = {(p.run_slow_cycles, p.wr_pct)}
-        for run in RUN_SLOW_TRIES:
-            for wr in WR_PCT_TRIES:
+        for wr in WR_PCT_TRIES:  # a longer run first: a drawn defect is caught too rarely more often
+            for run in reversed(RUN_SLOW_TRIES):
                 if (run, wr) not in seen:
                     seen.add((run, wr))
                     yield replace(p, run_slow_cycles=run, wr_pct=wr)
