@@ -208,3 +208,17 @@ def test_bad_mint_arguments_are_one_line_errors(tmp_path):
                  ["--family", "reset", "--count", "1", "--backend", "nope"]):
         r = _cli("catalogue", "mint", *args, "--out", str(tmp_path))
         assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@needs_icarus
+@needs_bwrap
+def test_gate_tasks_regates_a_catalogue_entry_to_its_recorded_row():
+    """gate-tasks takes catalogue ids; the gate is deterministic, so re-gating an entry on the
+    simulator it was minted on reproduces its recorded counts exactly."""
+    e = _shipped("reset")[0]
+    r = _cli("gate-tasks", e["id"], "--sim", e["sim"], "--json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)
+    keys = ("clean_fail", "reference_fail", "defect_visible_fail", "defect_hidden_fail_settle",
+            "defect_hidden_fail_nosettle", "ok")
+    assert {k: row[k] for k in keys} == {k: e["gate"][k] for k in keys}
