@@ -14,13 +14,11 @@ no training variant uses), the three pointer shapes and ``early_publish`` (fifo_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from ...errors import CdcError
-from .. import Draw, Region
+from .. import DataclassFamily, Draw, Region
 from .generator import EXTRAS, SHAPES, STYLES, FifoParams, generate
 from .variants import EXTRA, TRAIN_AWS, TRAIN_MODULES, TRAIN_STYLES, TRAIN_WIDTHS, TRAINING
 
@@ -43,8 +41,9 @@ WR_PCT_TRIES = ((30, 90), (20, 90), (10, 70), (40, 95), (15, 80), (50, 100))
 RUN_SLOW_TRIES = (300, 450)
 
 
-class FifoFamily:
+class FifoFamily(DataclassFamily):
     name = "fifo"
+    params = FifoParams
     title = "asynchronous FIFO: a pointer crosses without Gray coding (or is published early)"
 
     def training(self) -> tuple[FifoParams, ...]:
@@ -52,17 +51,6 @@ class FifoFamily:
 
     def generate(self, p: FifoParams) -> dict[str, str]:
         return generate(p)
-
-    def to_dict(self, p: FifoParams) -> dict:
-        return json.loads(p.to_json())
-
-    def from_dict(self, d: dict) -> FifoParams:
-        try:
-            p = FifoParams.from_dict(d)
-        except TypeError as exc:
-            raise CdcError(f"not a FIFO parameter set: {exc}") from None
-        p.check()
-        return p
 
     def draw(self, d: Draw, region: Region, vid: str) -> FifoParams:
         held = region == "heldout"

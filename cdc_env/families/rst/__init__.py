@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from ...errors import CdcError
-from .. import Draw, Region
+from .. import DataclassFamily, Draw, Region
 from .generator import HELDOUT_MACHINES, SHAPES, TRAIN_MACHINES, VARIANTS, RstParams, generate
 
 TRAIN_MODULES = ("ring_pair", "dual_sequencer", "scan_timer", "frame_counter", "phase_gen", "tick_pair",
@@ -29,8 +28,9 @@ HELDOUT_MODULES = ("boot_sequencer", "power_fsm", "clock_monitor", "duo_stepper"
 PULSES_TRIES = ((6, 14), (4, 10), (8, 18), (3, 8), (10, 22), (2, 6))
 
 
-class ResetFamily:
+class ResetFamily(DataclassFamily):
     name = "reset"
+    params = RstParams
     title = "reset-domain crossing: a domain's flops leave reset on another clock's timing"
 
     def training(self) -> tuple[RstParams, ...]:
@@ -38,19 +38,6 @@ class ResetFamily:
 
     def generate(self, p: RstParams) -> dict[str, str]:
         return generate(p)
-
-    def to_dict(self, p: RstParams) -> dict:
-        import json
-
-        return json.loads(p.to_json())
-
-    def from_dict(self, d: dict) -> RstParams:
-        try:
-            p = RstParams.from_dict(d)
-        except TypeError as exc:
-            raise CdcError(f"not a reset-family parameter set: {exc}") from None
-        p.check()
-        return p
 
     def draw(self, d: Draw, region: Region, vid: str) -> RstParams:
         held = region == "heldout"

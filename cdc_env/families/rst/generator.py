@@ -41,12 +41,11 @@ regions, draws, search) is in ``__init__.py``.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import CdcError
-from .. import task_files, write_files
+from .. import gate_tail, params_from_dict, params_json, task_files, write_files
 
 SHAPES = ("raw", "wrong", "rdc")
 # Own-clock samples after a release by which a machine must have left its reset state: a reset
@@ -147,18 +146,11 @@ class RstParams:
             raise CdcError(f"{self.id}: bad pulses or visible seeds")
 
     def to_json(self) -> str:
-        d = asdict(self)
-        if not d["heldout"]:  # left out: the committed variants' manifests stay as they are
-            del d["heldout"]
-        return json.dumps(d, sort_keys=True)
+        return params_json(self, {"heldout": False})
 
     @classmethod
     def from_dict(cls, d: dict) -> RstParams:
-        d = dict(d)
-        for k in ("pulses", "visible", "band"):
-            if k in d:
-                d[k] = tuple(d[k])
-        return cls(**d)
+        return params_from_dict(cls, d)
 
     def machine(self, d: str) -> Machine:
         return MACHINES[self.machine_a if d == "a" else self.machine_b]
@@ -585,12 +577,7 @@ run_slow_cycles = {p.run_slow_cycles}
 hidden_count = 200
 visible = [{", ".join(str(s) for s in p.visible)}]  # cdc-env gate-tasks --suggest-visible
 
-[stimulus]
-pulses = [{p.pulses[0]}, {p.pulses[1]}]
-
-[gate]
-defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
-"""
+{gate_tail({"pulses": p.pulses}, p.band)}"""
 
 
 def generate(p: RstParams) -> dict[str, str]:
@@ -599,9 +586,6 @@ def generate(p: RstParams) -> dict[str, str]:
     return task_files(p.module, manifest_text(p), testbench_text(p), bug_report(p),
                       lambda kind: design_text(p, kind))
 
-
-def write_task(p: RstParams, out: Path, *, force: bool = False) -> Path:
-    return write_files(generate(p), out, force=force)
 
 
 # Visible seeds: chosen by `cdc-env gate-tasks --suggest-visible` (the first 4 failing and the
@@ -621,7 +605,7 @@ def write_all(root: Path | None = None) -> list[Path]:
     from ... import paths  # noqa: PLC0415
 
     base = Path(root) if root is not None else paths.tasks_dir()
-    return [write_task(p, base / p.id, force=True) for p in VARIANTS]
+    return [write_files(generate(p), base / p.id, force=True) for p in VARIANTS]
 
 
 def by_id(vid: str) -> RstParams | None:
