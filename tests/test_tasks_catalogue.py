@@ -72,6 +72,23 @@ def test_load_task_resolves_a_catalogue_id_and_refuses_an_uncatalogued_one():
             load_task(bad)
 
 
+def test_a_changed_cache_folder_is_written_again(tmp_path):
+    e = _shipped("reset")[0]
+    folder = catalogue.materialise(e, tmp_path)
+    tb = folder / "tb.v"
+    tb.write_text(tb.read_text().replace("tb_fail(", "$display("))  # a testbench that never fails
+    again = catalogue.materialise(e, tmp_path)
+    assert again == folder and "tb_fail(" in tb.read_text()
+
+
+def test_stale_lists_entries_minted_on_other_code(tmp_path):
+    rows = [dict(e) for e in _shipped("reset")[:2]]
+    rows[1]["code"] = "0" * 16
+    (tmp_path / "reset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert catalogue.stale("reset", tmp_path) == [rows[1]["id"]]
+    assert catalogue.stale("reset") == []  # the shipped catalogue is current
+
+
 def test_an_entry_whose_generator_output_changed_is_refused(tmp_path):
     e = dict(_shipped("reset")[0])
     e["params"] = {**e["params"], "pulses": [1, 2]}  # not what was gated

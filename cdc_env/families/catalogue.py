@@ -120,17 +120,19 @@ def summary(root: Path | None = None) -> list[dict]:
     out = []
     for f in names():
         es = entries(f, root)
-        code = code_fingerprint(f) if es else ""
+        code = {sim: code_fingerprint(f, sim) for sim in {e.get("sim", "icarus") for e in es}}
         out.append({"family": f, "entries": len(es), "rejected": len(_read_jsonl(rejected_file(f, root))),
-                    "stale": sum(e.get("code") != code for e in es),
+                    "stale": sum(e.get("code") != code[e.get("sim", "icarus")] for e in es),
                     "file": str(catalogue_file(f, root).relative_to(paths.data_root()))
                     if root is None else str(catalogue_file(f, root))})
     return out
 
 
 def stale(family: str, root: Path | None = None) -> list[str]:
-    code = code_fingerprint(family)
-    return [e["id"] for e in entries(family, root) if e.get("code") != code]
+    """Entries whose code fingerprint differs from the code's now (their gate ran on other code)."""
+    es = entries(family, root)
+    code = {sim: code_fingerprint(family, sim) for sim in {e.get("sim", "icarus") for e in es}}
+    return [e["id"] for e in es if e.get("code") != code[e.get("sim", "icarus")]]
 
 
 def lookup(name: str, root: Path | None = None) -> dict:
@@ -157,6 +159,8 @@ def materialise(entry: dict, cache: Path | None = None) -> Path:
                        f"{entry['family']} catalogue: cdc-env catalogue mint --family {entry['family']})")
     base = Path(cache) if cache else paths.cache_root() / "catalogue"
     folder = base / entry["family"] / digest[:16] / entry["task_id"]
+    if folder.is_dir() and _folder_sha256(folder) != digest:  # changed in the cache: written again
+        shutil.rmtree(folder, ignore_errors=True)
     if not (folder / "task.toml").is_file():
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=_mkdirs(folder.parent)))
         write_files(files, tmp / "t")
@@ -166,6 +170,14 @@ def materialise(entry: dict, cache: Path | None = None) -> Path:
             pass
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _folder_sha256(folder: Path) -> str:
+    try:
+        return files_sha256({str(f.relative_to(folder)): f.read_text(encoding="utf-8")
+                             for f in folder.rglob("*") if f.is_file()})
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _mkdirs(p: Path) -> Path:
