@@ -30,8 +30,10 @@ The defect (``shape``) is one way of crossing a pointer that is not Gray coded:
                 reset (its release is asynchronous to the read clock)
 
 Every output is a pure function of ``FifoParams``: text only, no time, no randomness, so a
-variant regenerates byte for byte. What it does not do: choose parameters (variants.py and
-heldout.py do) or check the gate (taskgate.py does).
+variant regenerates byte for byte. What it does not do: choose parameters (variants.py and the
+family's draws in __init__.py do) or check the gate (taskgate.py does). The generated texts still
+name this module ``cdc_env.fifo.generator`` and ``cdc_env/fifo/variants.py``, its place before
+the move to cdc_env/families/: the committed tasks stay byte-identical.
 """
 
 from __future__ import annotations
