@@ -149,7 +149,7 @@ def test_search_starts_with_the_drawn_value_and_keeps_the_design():
         fam = families.get(name)
         p = fam.draw(Draw(b"throwaway-key-for-tests-0009", "t"), "heldout", "v")
         steps = list(fam.search(p))
-        assert steps[0] == p and len(steps) == len(set(steps)) > 1
+        assert steps[0] == p and all(q.id == p.id for q in steps)
         design = {k: v for k, v in fam.generate(p).items() if k.endswith(".v") and k != "tb.v"}
         for q in steps:
             assert {k: v for k, v in fam.generate(q).items() if k in design} == design
