@@ -19,7 +19,7 @@ import pytest
 
 from cdc_env import families
 from cdc_env.errors import CdcError
-from cdc_env.families import Draw, catalogue
+from cdc_env.families import Draw, catalogue, mint
 from cdc_env.task import load_task
 
 from .conftest import needs_bwrap, needs_icarus
@@ -85,8 +85,8 @@ def test_stale_lists_entries_minted_on_other_code(tmp_path):
     rows = [dict(e) for e in _shipped("reset")[:2]]
     rows[1]["code"] = "0" * 16
     (tmp_path / "reset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert catalogue.stale("reset", tmp_path) == [rows[1]["id"]]
-    assert catalogue.stale("reset") == []  # the shipped catalogue is current
+    assert mint.stale("reset", tmp_path) == [rows[1]["id"]]
+    assert mint.stale("reset") == []  # the shipped catalogue is current
 
 
 def test_an_entry_whose_generator_output_changed_is_refused(tmp_path):
@@ -205,7 +205,7 @@ def test_minting_is_deterministic_appends_and_resumes_after_a_kill(tmp_path):
         catalogue.rejected_file("reset", out))]
     assert sorted(done) == [0, 1, 2]
     assert path.read_text().splitlines()[: len(first)] == first  # resumed, not redone
-    again = catalogue.mint_one("reset", catalogue.DEFAULT_KEY, rows[0]["index"], gate=False)
+    again = mint.mint_one("reset", catalogue.DEFAULT_KEY, rows[0]["index"], gate=False)
     assert again == rows[0]  # the same key makes the same entry on any run
 
 
@@ -213,11 +213,11 @@ def test_minting_is_deterministic_appends_and_resumes_after_a_kill(tmp_path):
 @needs_bwrap
 def test_minting_on_ray(tmp_path):
     pytest.importorskip("ray", reason="ray is not installed (pip install .[ray])")
-    tally = catalogue.mint("reset", 1, root=tmp_path, backend="ray", jobs=1, gate=False, progress=False)
+    tally = mint.mint("reset", 1, root=tmp_path, backend="ray", jobs=1, gate=False, progress=False)
     assert tally["entries"] + tally["rejected"] == 1
     rows = catalogue.entries("reset", tmp_path)
     if rows:
-        assert rows[0] == catalogue.mint_one("reset", catalogue.DEFAULT_KEY, 0, gate=False)
+        assert rows[0] == mint.mint_one("reset", catalogue.DEFAULT_KEY, 0, gate=False)
 
 
 def test_bad_mint_arguments_are_one_line_errors(tmp_path):

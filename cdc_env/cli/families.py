@@ -148,7 +148,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_catalogue_list(args) -> int:
-    from ..families.catalogue import summary
+    from ..families.mint import summary
 
     rows = summary(Path(args.dir) if args.dir else None)
     if args.json:
@@ -161,8 +161,9 @@ def cmd_catalogue_list(args) -> int:
 
 
 def cmd_catalogue_mint(args) -> int:
-    from ..families.catalogue import DEFAULT_KEY, catalogue_file, mint
+    from ..families.catalogue import DEFAULT_KEY, catalogue_file
     from ..families.heldout import read_key
+    from ..families.mint import mint
 
     key = read_key(Path(args.key_file)) if args.key_file else DEFAULT_KEY
     tally = mint(args.family, args.count, key=key, root=Path(args.out) if args.out else None,

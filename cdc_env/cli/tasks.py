@@ -21,11 +21,11 @@ from .common import (
 
 
 def cmd_tasks(args) -> int:
-    from ..families import catalogue, get
+    from ..families import get, mint
     from ..task import list_controls, list_tasks
 
     tasks = list_tasks() + list_controls()
-    cats = [c for c in catalogue.summary() if c["entries"]]
+    cats = [c for c in mint.summary() if c["entries"]]
     if args.json:
         rows = [{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
                  "control": t.control, **({"base": t.base} if t.control else {})} for t in tasks]
