@@ -36,15 +36,18 @@ from .catalogue import (
 
 
 def code_fingerprint(family: str, sim: str = "icarus") -> str:
-    """SHA-256 of what a gate row rests on: the family package's Python sources, the shared
-    family code, the trusted HDL models and testbench harness, and the simulator's version."""
+    """SHA-256 of what a gate row rests on: the family package's Python sources (its generator),
+    the trusted HDL models and testbench harness, and the simulator's version. The shared family
+    code (``families/__init__.py``, which a new family's registry line changes, and
+    ``calibrate.py``) is left out: what it contributes to a served entry is its parameters and
+    files, which the entry records and ``files_sha256`` pins."""
     import importlib
 
     from ..sim import get_simulator
 
     mod = importlib.import_module(get(family).__class__.__module__)
     pkg = Path(mod.__file__).parent
-    parts = sorted(pkg.glob("*.py")) + [Path(__file__).parent / n for n in ("__init__.py", "calibrate.py")]
+    parts = sorted(pkg.glob("*.py"))
     h = hashlib.sha256()
     for f in parts:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
