@@ -42,8 +42,9 @@ def shape_evidence(seeds: int) -> list[dict]:
     import shutil
     import tempfile
 
-    from cdc_env.fifo.generator import write_task
-    from cdc_env.fifo.variants import EVIDENCE, EXTRA
+    from cdc_env.families import write_files
+    from cdc_env.families.fifo.generator import generate
+    from cdc_env.families.fifo.variants import EVIDENCE, EXTRA
     from cdc_env.sim import get_simulator
     from cdc_env.sim.seeds import hidden_seeds, plan_seed
     from cdc_env.sim.stage import run_seeds
@@ -52,7 +53,7 @@ def shape_evidence(seeds: int) -> list[dict]:
     for p in EXTRA + EVIDENCE:
         work = Path(tempfile.mkdtemp(prefix="cdc-evidence-"))
         try:
-            t = load_task(write_task(p, work / p.id))
+            t = load_task(write_files(generate(p), work / p.id))
             sim = get_simulator("icarus")
             b = sim.build(t, {t.editable: t.defective_text}, work / "b")
             hid = hidden_seeds(t, seeds)

@@ -379,7 +379,7 @@ def stage_package(dest: Path) -> Path:
     pkg = dest / "cdc_env"
     shutil.copytree(src, pkg, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_data"))
     data = paths.data_root()
-    for name in ("tasks", "trusted", "agents", "tools", "fixtures"):
+    for name in ("tasks", "trusted", "agents", "tools", "fixtures", "catalogues"):
         if (data / name).is_dir():
             shutil.copytree(data / name, pkg / "_data" / name,
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -134,9 +134,14 @@ def _is_file(path: Path) -> bool:
 
 
 def load_task(name_or_path: str | Path) -> Task:
-    """Load a task by public id (``handshake``), a family's no-bug control (``handshake_control``) or
-    the path of its folder."""
+    """Load a task by public id (``handshake``), a family's no-bug control (``handshake_control``), a
+    catalogue entry (``fifo@17``: materialised in the cache, see families/catalogue.py) or the path
+    of its folder."""
     name = str(name_or_path)
+    if "@" in name and not _is_file(Path(name) / "task.toml"):
+        from .families import catalogue
+
+        return load_task(catalogue.resolve(name))
     if name.endswith(CONTROL_SUFFIX) and not _is_file(Path(name) / "task.toml") \
             and not _is_file(paths.tasks_dir() / name / "task.toml"):
         family = name[: -len(CONTROL_SUFFIX)]

@@ -55,16 +55,20 @@ def test_a_malformed_action_is_an_error_observation_not_an_exception():
     env.close()
 
 
-def test_fifo_reset_generates_a_variant_per_seed():
+def test_fifo_reset_serves_a_catalogue_entry_per_seed():
+    from cdc_env.families import catalogue
+
+    ids = {e["task_id"] for e in catalogue.entries("fifo")}
     env = gym.make("cdc_env/fifo", hidden=0)
     obs_a, info_a = env.reset(seed=7)
     obs_b, _ = env.reset(seed=7)
-    obs_c, info_c = env.reset(seed=8, options={"task": "fifo"})
-    assert obs_a == obs_b and info_a["task"].startswith("fifo_gen_")
-    assert info_c["task"] != info_a["task"]
-    # the generated variant is a real task: its defect as shipped fails on submit
+    seen = {env.reset(seed=s, options={"task": "fifo"})[1]["task"] for s in range(8, 16)}
+    assert obs_a == obs_b and info_a["task"] in ids  # a gated catalogue entry, never a fresh draw
+    assert seen <= ids and len(seen) > 1
+    # the served variant is a real task: its defect as shipped fails on submit
+    _, info_c = env.reset(seed=8)
     obs, reward, term, trunc, info = env.step({"tool": "submit", "arguments": {}})
-    assert term and info["report"]["task"] == info_c["task"]
+    assert term and info["report"]["task"] == info_c["task"] and reward == 0.0
     obs, _ = env.reset(options={"task": "event"})
     assert obs.startswith("Task: event")
     env.close()

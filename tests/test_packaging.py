@@ -31,7 +31,8 @@ def test_wheel_bundles_runtime_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for must in ("cdc_env/_data/trusted/hdl/cdc_sync.v", "cdc_env/_data/tasks/common/CONTRACT.md",
                  "cdc_env/_data/trusted/hdl/cdc_tb.vh", "cdc_env/_data/tasks/handshake/task.toml",
-                 "cdc_env/schemas/report.schema.json"):
+                 "cdc_env/schemas/report.schema.json", "cdc_env/_data/catalogues/fifo.jsonl",
+                 "cdc_env/_data/catalogues/reset.jsonl"):
         assert must in names, must
     assert not any("heldout/minted" in n or n.endswith(".key") for n in names)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_env import paths, resetfam
+from cdc_env import paths
+from cdc_env.families.rst import generator as resetfam
 
 needs_icarus = pytest.mark.skipif(
     shutil.which("iverilog") is None or shutil.which("vvp") is None,

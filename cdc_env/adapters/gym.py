@@ -4,7 +4,8 @@
     env = gym.make("cdc_env.adapters.gym:cdc_env/handshake")   # gymnasium imports the module first
 
     # or: import cdc_env.adapters.gym (registers cdc_env/<task> for every public task, every no-bug
-    # control -- cdc_env/handshake_control ... -- and cdc_env/fifo), then gym.make("cdc_env/handshake")
+    # control -- cdc_env/handshake_control ... -- and cdc_env/<family> per catalogue), then
+    # gym.make("cdc_env/handshake")
     obs, info = env.reset(seed=0)               # obs: the task prompt; info["tools"]: the tool schemas
     obs, reward, terminated, truncated, info = env.step({"tool": "read", "arguments": {"path": "hs_top.v"}})
 
@@ -23,12 +24,11 @@ submitted; ``truncated``: the tool-call budget ran out and the environment submi
 as it stood (``TimeLimit`` wrappers that truncate earlier should call ``env.unwrapped.finalize()``
 to grade the design before resetting).
 
-``reset(seed=, options={"task": T})`` chooses the task: a public task id, a task folder, or
-``"fifo"`` -- a FIFO variant generated from the seed by ``cdc_env.fifo.generator`` (a parameter
-draw from the training region: naming style, module name, widths, depth, burst, defect shape,
-extra outputs), so a seed names one variant and a stream of seeds a stream of variants. Such a
-variant is graded like any task but has not been through the variant gate (``cdc-env gate-tasks``):
-its visible seeds are the default 1-8, not chosen to show the defect. Without ``options`` the task
+``reset(seed=, options={"task": T})`` chooses the task: a public task id, a task folder, a
+catalogue entry (``"fifo@17"``), or a family name with a catalogue (``"fifo"``, ``"reset"``) --
+an entry of that family's catalogue picked by the seed (families/catalogue.py: every entry has
+passed the variant gate), so a seed names one gated variant and a stream of seeds a stream of
+them. Nothing uncatalogued is generated or served. Without ``options`` the task
 given to the constructor is used. ``options={"rung": R}`` serves the episode at an information rung
 (``full``, the default, ``symptom`` or ``minimal``: cdc_env.rungs); no-bug controls are tasks like
 any other (``"handshake_control"``).
@@ -45,7 +45,6 @@ Not covered: rendering beyond ``"ansi"``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -118,22 +117,21 @@ class ToolCallSpace(spaces.Space[dict]):
         return isinstance(other, ToolCallSpace)
 
 
-# The training region of the FIFO family (cdc_env.fifo.variants): a generated variant's parameters.
-def generated_fifo_params(rng: Any) -> Any:
-    """FifoParams drawn with ``rng`` (a numpy Generator) from the training region."""
-    from ..fifo import variants
-    from ..fifo.generator import EXTRAS, SHAPES, FifoParams
+def catalogue_draw(family: str, rng: Any) -> str:
+    """The catalogue id (``fifo@17``) of ``family``'s entry picked with ``rng`` (a numpy Generator)."""
+    from ..families import catalogue
 
-    def pick(seq: tuple) -> Any:
-        return seq[int(rng.integers(0, len(seq)))]
+    es = catalogue.entries(family)
+    if not es:
+        raise CdcError(f"the {family} family has no catalogue entries "
+                       f"(cdc-env catalogue mint --family {family})")
+    return es[int(rng.integers(0, len(es)))]["id"]
 
-    aw = int(pick(variants.TRAIN_AWS))
-    extras = tuple(e for e in EXTRAS if rng.integers(0, 2))
-    draw = dict(module=pick(variants.TRAIN_MODULES), style=pick(variants.TRAIN_STYLES),
-                width=int(pick(variants.TRAIN_WIDTHS)), aw=aw, burst=int(rng.integers(2, (1 << aw))),
-                shape=pick(SHAPES), extras=extras)
-    vid = "fifo_gen_" + hashlib.sha256(json.dumps(draw, sort_keys=True).encode()).hexdigest()[:10]
-    return FifoParams(id=vid, **draw)
+
+def catalogued_families() -> list[str]:
+    from ..families import catalogue, names
+
+    return [f for f in names() if catalogue.entries(f)]
 
 
 class CdcGymEnv(gymnasium.Env):
@@ -162,14 +160,10 @@ class CdcGymEnv(gymnasium.Env):
     def _resolve(self, name: str | Path | Task) -> Task:
         if isinstance(name, Task):
             return name
-        if str(name) == "fifo":
-            p = generated_fifo_params(self.np_random)
-            folder = self._scratch / p.id
-            if not (folder / "task.toml").is_file():
-                from ..fifo.generator import write_task
+        from ..families import REGISTRY
 
-                write_task(p, folder)
-            return load_task(folder)
+        if str(name) in REGISTRY and not (Path(str(name)) / "task.toml").is_file():
+            return load_task(catalogue_draw(str(name), self.np_random))
         return load_task(name)
 
     def _open(self, task: Task) -> None:
@@ -249,12 +243,13 @@ def _parse_action(action: Any) -> tuple[object, object]:
 
 
 def register_envs() -> list[str]:
-    """Register ``cdc_env/<task>`` for every public task, every no-bug control and ``cdc_env/fifo``
-    (generated variants). Gymnasium 1.x has no plugin entry point (0.x's ``gymnasium.envs`` group
-    was removed in 1.0): its way to make without importing first is the ``"module:id"`` form,
+    """Register ``cdc_env/<task>`` for every public task, every no-bug control and
+    ``cdc_env/<family>`` for every family with a catalogue (its gated entries, drawn by the seed).
+    Gymnasium 1.x has no plugin entry point (0.x's ``gymnasium.envs`` group was removed in 1.0):
+    its way to make without importing first is the ``"module:id"`` form,
     ``gym.make("cdc_env.adapters.gym:cdc_env/handshake")``."""
     ids = []
-    for name in [t.id for t in list_tasks()] + list(control_ids()) + ["fifo"]:
+    for name in [t.id for t in list_tasks()] + list(control_ids()) + catalogued_families():
         env_id = f"cdc_env/{name}"
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point="cdc_env.adapters.gym:CdcGymEnv", kwargs={"task": name},

@@ -21,16 +21,26 @@ from .common import (
 
 
 def cmd_tasks(args) -> int:
+    from ..families import get, mint
     from ..task import list_controls, list_tasks
 
     tasks = list_tasks() + list_controls()
+    cats = [c for c in mint.summary() if c["entries"]]
     if args.json:
-        print(json.dumps([{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
-                           "control": t.control, **({"base": t.base} if t.control else {})}
-                          for t in tasks], indent=2))
+        rows = [{"id": t.id, "family": t.family, "title": t.title, "editable": t.editable,
+                 "control": t.control, **({"base": t.base} if t.control else {})} for t in tasks]
+        # A catalogue: its entries are served as <family>@<index> (the row's id is that pattern).
+        rows += [{"id": f"{c['family']}@*", "family": c["family"], "title": get(c["family"]).title,
+                  "editable": None, "control": False, "catalogue": True, "entries": c["entries"],
+                  "stale": c["stale"], "rejected": c["rejected"], "file": c["file"]} for c in cats]
+        print(json.dumps(rows, indent=2))
     else:
         for t in tasks:
             print(f"{t.id:24} {t.family:12} {'[control] ' if t.control else ''}{t.title}")
+        for c in cats:
+            stale = f", {c['stale']} stale (re-mint)" if c["stale"] else ""
+            print(f"{c['family'] + '@*':24} {c['family']:12} [catalogue] {c['entries']} gated variants "
+                  f"({c['family']}@<index>; {c['file']}{stale})")
     return EXIT_OK
 
 
@@ -94,7 +104,12 @@ def cmd_gate_tasks(args) -> int:
     from ..task import list_tasks, load_task
     from ..taskgate import gate_task
 
-    tasks = [load_task(t) for t in args.tasks] if args.tasks else list_tasks()
+    names = list(args.tasks)
+    if args.catalogue_sample:
+        from ..families.catalogue import sample_ids
+
+        names += sample_ids(args.catalogue_sample)
+    tasks = [load_task(t) for t in names] if names else list_tasks()
     if args.suggest_visible:
         from ..taskgate import suggest_visible
 
@@ -174,6 +189,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("gate-tasks", help="check task variants against the variant gate (README, Results)")
     s.add_argument("tasks", nargs="*")
     s.add_argument("--sim", default="icarus", choices=sim_choices())
+    s.add_argument("--catalogue-sample", type=int, default=0, metavar="N",
+                   help="also gate N entries of every catalogue (evenly spread over its indices)")
     s.add_argument("--suggest-visible", action="store_true",
                    help="print 8 visible seeds (4 on which the defect fails) instead of gating")
     s.add_argument("--json", action="store_true")

@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import importlib
+import json
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -84,9 +86,12 @@ class Family(Protocol):
 
 
 # name -> module exposing FAMILY. One line per family.
+# (handshake and event are handwritten single tasks under tasks/, not generator families.)
 REGISTRY: dict[str, str] = {
     "dataen": "cdc_env.families.dataen",
+    "fifo": "cdc_env.families.fifo",
     "reconv": "cdc_env.families.reconv",
+    "reset": "cdc_env.families.rst",
 }
 
 
@@ -116,3 +121,68 @@ def write_files(files: dict[str, str], out: Path, *, force: bool = False) -> Pat
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     return out
+
+
+def task_files(module: str, manifest: str, testbench: str, bug_report: str, design) -> dict[str, str]:
+    """A generated task folder's files, laid out the same way by every family: ``task.toml``,
+    ``tb.v``, ``BUG.md``, the editable ``<module>.v`` (``design("defect")``) and its
+    ``reference/`` and ``clean/`` versions (``design(kind)`` gives each text)."""
+    ed = f"{module}.v"
+    return {
+        "task.toml": manifest,
+        "tb.v": testbench,
+        "BUG.md": bug_report,
+        ed: design("defect"),
+        f"reference/{ed}": design("reference"),
+        f"clean/{ed}": design("clean"),
+    }
+
+
+def differs(files: dict[str, str], folder: Path) -> list[str]:
+    """Files of ``folder`` that differ from ``files`` (a generator's output), or are extra."""
+    folder = Path(folder)
+    found = folder.rglob("*") if folder.is_dir() else []
+    have = {str(f.relative_to(folder)): f for f in found if f.is_file()}
+    bad = [rel for rel, text in files.items() if rel not in have or have[rel].read_text() != text]
+    bad += [rel for rel in have if rel not in files]
+    return sorted(bad)
+
+
+def params_json(p: Any, omit_defaults: dict[str, Any] | None = None) -> str:
+    """A parameter dataclass as sorted JSON; fields equal to their ``omit_defaults`` value are
+    left out (so fields added later leave older variants' manifests as they were)."""
+    d = asdict(p)
+    for key, default in (omit_defaults or {}).items():
+        if d[key] == default:
+            del d[key]
+    return json.dumps(d, sort_keys=True)
+
+
+def params_from_dict(cls: type[T], d: dict) -> T:
+    """``cls(**d)`` with JSON lists back as tuples (every sequence field of a parameter set is a tuple)."""
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def gate_tail(stimulus: dict[str, tuple[int, int]], band: tuple[int, int]) -> str:
+    """The end of a generated task.toml: the per-seed stimulus ranges and the gate's band."""
+    stim = "".join(f"{k} = [{lo}, {hi}]\n" for k, (lo, hi) in stimulus.items())
+    return f"[stimulus]\n{stim}\n[gate]\ndefect_hidden_fail = [{band[0]}, {band[1]}]\n"
+
+
+class DataclassFamily:
+    """The members a family shares when its parameters are one frozen dataclass (``params``) with
+    ``to_json`` and ``check``: ``to_dict``, ``from_dict`` (a bad value raises CdcError)."""
+
+    name: str
+    params: type
+
+    def to_dict(self, p: Any) -> dict:
+        return json.loads(p.to_json())
+
+    def from_dict(self, d: dict) -> Any:
+        try:
+            p = params_from_dict(self.params, d)
+        except TypeError as exc:
+            raise CdcError(f"not a {self.name} parameter set: {exc}") from None
+        p.check()
+        return p

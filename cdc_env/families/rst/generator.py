@@ -34,19 +34,18 @@ samples meanwhile do not count towards its ``LEAVE_MAX``, so a reset sequence ma
 ``dom``) and must rise within ``UP_MAX`` of the reporting domain's cycles after that.
 
 Every output is a pure function of ``RstParams`` (text only, no time, no randomness); variants
-are listed in ``VARIANTS``; ``python3 -c "from cdc_env import resetfam; resetfam.write_all()"``
-rewrites their folders and tests/test_reset_model.py checks that they match (there is no CLI
-command for this family yet).
+are listed in ``VARIANTS``; ``cdc-env family generate reset --all`` rewrites their folders and
+tests/test_reset_model.py checks that they match. The family's protocol (``cdc_env.families``:
+regions, draws, search) is in ``__init__.py``.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CdcError
-from .families import write_files
+from ...errors import CdcError
+from .. import gate_tail, params_from_dict, params_json, task_files, write_files
 
 SHAPES = ("raw", "wrong", "rdc")
 # Own-clock samples after a release by which a machine must have left its reset state: a reset
@@ -97,7 +96,31 @@ MACHINES: dict[str, Machine] = {
         "LFSR",
         "a 4-bit maximal-length LFSR (x^4 + x^3 + 1) that starts at 4'b1000 after reset",
     ),
+    # Held-out machines (heldout.py's region; no committed or catalogued training variant uses them).
+    "ring6": Machine(
+        6,
+        "6'b000001",
+        "{q[4:0], q[5]}",
+        "one-hot ring",
+        "a 6-bit one-hot ring counter: exactly one bit is high and it moves up one place per cycle",
+    ),
+    "count5": Machine(
+        5,
+        "5'd7",
+        "q + 5'd1",
+        "counter",
+        "a 5-bit counter that starts at 7 after reset and counts up by one per cycle (wrapping at 31)",
+    ),
+    "lfsr5": Machine(
+        5,
+        "5'b10000",
+        "{q[3:0], q[4] ^ q[2]}",
+        "LFSR",
+        "a 5-bit maximal-length LFSR (x^5 + x^3 + 1) that starts at 5'b10000 after reset",
+    ),
 }
+TRAIN_MACHINES = ("ring", "count", "lfsr")
+HELDOUT_MACHINES = ("ring6", "count5", "lfsr5")
 
 
 @dataclass(frozen=True)
@@ -112,6 +135,7 @@ class RstParams:
     run_slow_cycles: int = 400
     visible: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
     band: tuple[int, int] = (98, 138)
+    heldout: bool = False
 
     def check(self) -> None:
         if self.shape not in SHAPES or self.dom not in ("a", "b"):
@@ -122,7 +146,11 @@ class RstParams:
             raise CdcError(f"{self.id}: bad pulses or visible seeds")
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return params_json(self, {"heldout": False})
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RstParams:
+        return params_from_dict(cls, d)
 
     def machine(self, d: str) -> Machine:
         return MACHINES[self.machine_a if d == "a" else self.machine_b]
@@ -261,7 +289,7 @@ def _tb_domain(p: RstParams, d: str) -> str:
   reg [31:0] wait_{d} = 32'd0;    // samples in the reset state since the latest release
   always @(posedge {_clk(p, d)}) if (on && !run_over) begin
 {snap}    #2;
-    `CDC_FOLD({{32'd{1 if d == "a" else 2}, 28'd0, {p.out(d)}}})  // fold, note_check in place
+    `CDC_FOLD({{32'd{1 if d == "a" else 2}, {32 - w}'d0, {p.out(d)}}})  // fold, note_check in place
     `CDC_NOTE_CHECK
     if ((^{p.out(d)}) === 1'bx) tb_fail("X or Z on an output: {p.out(d)}");
     if (!arst_n || asserted_{d}) begin
@@ -534,7 +562,7 @@ reference = "reference/{p.module}.v"
 clean = "clean/{p.module}.v"
 # arst_ni is asynchronous to both clocks: each domain makes its reset with cdc_sync_reset.
 async_resets = ["arst_ni"]
-
+{"heldout = true" + chr(10) if p.heldout else ""}
 [clocks.a]
 clock = "clk_a_i"
 [clocks.b]
@@ -549,30 +577,15 @@ run_slow_cycles = {p.run_slow_cycles}
 hidden_count = 200
 visible = [{", ".join(str(s) for s in p.visible)}]  # cdc-env gate-tasks --suggest-visible
 
-[stimulus]
-pulses = [{p.pulses[0]}, {p.pulses[1]}]
-
-[gate]
-defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
-"""
+{gate_tail({"pulses": p.pulses}, p.band)}"""
 
 
 def generate(p: RstParams) -> dict[str, str]:
     """Every file of the task folder, as {relative path: text}."""
     p.check()
-    ed = f"{p.module}.v"
-    return {
-        "task.toml": manifest_text(p),
-        "tb.v": testbench_text(p),
-        "BUG.md": bug_report(p),
-        ed: design_text(p, "defect"),
-        f"reference/{ed}": design_text(p, "reference"),
-        f"clean/{ed}": design_text(p, "clean"),
-    }
+    return task_files(p.module, manifest_text(p), testbench_text(p), bug_report(p),
+                      lambda kind: design_text(p, kind))
 
-
-def write_task(p: RstParams, out: Path, *, force: bool = False) -> Path:
-    return write_files(generate(p), out, force=force)
 
 
 # Visible seeds: chosen by `cdc-env gate-tasks --suggest-visible` (the first 4 failing and the
@@ -589,10 +602,10 @@ VARIANTS: tuple[RstParams, ...] = (
 
 def write_all(root: Path | None = None) -> list[Path]:
     """Rewrite every committed variant's folder (``tasks/<id>/`` by default)."""
-    from . import paths  # noqa: PLC0415
+    from ... import paths  # noqa: PLC0415
 
     base = Path(root) if root is not None else paths.tasks_dir()
-    return [write_task(p, base / p.id, force=True) for p in VARIANTS]
+    return [write_files(generate(p), base / p.id, force=True) for p in VARIANTS]
 
 
 def by_id(vid: str) -> RstParams | None:

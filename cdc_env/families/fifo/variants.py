@@ -3,8 +3,8 @@
 Each entry is a ``FifoParams``; ``tasks/<id>/`` is exactly ``generator.generate(params)``
 (``cdc-env fifo generate --all`` rewrites them; ``tests/test_fifo.py`` checks they match).
 
-Parameter region of the training variants (the held-out region in heldout.py is disjoint from
-it): naming styles lowrisc, cummings, prefix, srcdst; depth 8 or 16; data widths from
+Parameter region of the training variants (the held-out region, in __init__.py, is disjoint
+from it): naming styles lowrisc, cummings, prefix, srcdst; depth 8 or 16; data widths from
 TRAIN_WIDTHS; module names from TRAIN_MODULES.
 
 How the visible seeds were chosen (``choose_visible``): the candidate seeds 1, 2, 3, ... are run
