@@ -63,9 +63,11 @@ def primitive_files() -> list[Path]:
     return [primitives_file(), tb_include_dir() / "cdc_reset.v", tb_include_dir() / "cdc_hold.v"]
 
 
-def primitives_bytes() -> bytes:
-    """The primitive files' contents, for fingerprints (one part per file, length-prefixed)."""
-    return b"".join(len(d := p.read_bytes()).to_bytes(8, "little") + d for p in primitive_files())
+def primitives_bytes(files: list[Path] | None = None) -> bytes:
+    """The primitive files' contents (``files``, default all of them), for fingerprints (one part
+    per file, length-prefixed)."""
+    return b"".join(len(d := p.read_bytes()).to_bytes(8, "little") + d
+                    for p in (primitive_files() if files is None else files))
 
 
 def contract_file() -> Path:

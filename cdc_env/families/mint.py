@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -35,9 +36,26 @@ from .catalogue import (
 )
 
 
+def elaborated_models(family: str) -> list[Path]:
+    """The trusted HDL files a build of the family's designs elaborates: each file defining a module
+    that a training variant's files name, and cdc_reset.v (every asynchronously reset flop is mapped
+    to its model). Both simulators elaborate from the testbench's top alone (``-s`` /
+    ``--top-module``), so a model no design names takes no part in a build's behaviour, and adding
+    one (a new family's primitive) leaves the other families' entries current."""
+    fam = get(family)
+    text = "\n".join(t for p in fam.training() for t in fam.generate(p).values())
+    out = []
+    for f in paths.primitive_files():
+        modules = re.findall(r"^\s*module\s+(\w+)", f.read_text(), re.M)
+        if f.name == "cdc_reset.v" or any(re.search(rf"\b{m}\b", text) for m in modules):
+            out.append(f)
+    return out
+
+
 def code_fingerprint(family: str, sim: str = "icarus") -> str:
     """SHA-256 of what a gate row rests on: the family package's Python sources (its generator),
-    the trusted HDL models and testbench harness, and the simulator's version. The shared family
+    the trusted HDL models its builds elaborate (``elaborated_models``), the testbench harness and
+    the simulator's version. The shared family
     code (``families/__init__.py``, which a new family's registry line changes, and
     ``calibrate.py``) is left out: what it contributes to a served entry is its parameters and
     files, which the entry records and ``files_sha256`` pins."""
@@ -51,7 +69,7 @@ def code_fingerprint(family: str, sim: str = "icarus") -> str:
     h = hashlib.sha256()
     for f in parts:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
-    h.update(paths.primitives_bytes())
+    h.update(paths.primitives_bytes(elaborated_models(family)))
     for f in sorted(paths.tb_includes()):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     try:
