@@ -114,7 +114,8 @@ def primitives(task: Task) -> list[str]:
         if task.storage is not None
         else bool(re.search(rf"\b{STORAGE_PRIMITIVE}\b", task.defective_text))
     )
-    hold = bool(re.search(rf"\b{HOLD_PRIMITIVE}\b", task.defective_text))
+    hold = (task.hold if task.hold is not None
+            else bool(re.search(rf"\b{HOLD_PRIMITIVE}\b", task.defective_text)))
     skip = {MODEL_CELL} | ({STORAGE_PRIMITIVE} if not storage else set()) | (
         {RESET_PRIMITIVE} if not task.async_resets else set()) | ({HOLD_PRIMITIVE} if not hold else set())
     return [n for n in names if n not in skip]

@@ -64,6 +64,9 @@ class Task:
     # Whether the design may hold words in the cdc_ram storage primitive (gate rule CDC-MEM). None:
     # the task declares it by its own design -- storage exactly when the shipped design uses cdc_ram.
     storage: bool | None = None
+    # Whether the design may use the cdc_hold_bus qualified word (gate rule CDC-QUAL). None: the task
+    # declares it by its own design -- provided exactly when the shipped design uses cdc_hold_bus.
+    hold: bool | None = None
     # A no-bug control (control_of): the family's clean design is served instead of the defect, with
     # a review request instead of the bug report. ``base`` is the task it is derived from, ``given``
     # the file served as the editable one (default: the editable file itself).
@@ -203,6 +206,7 @@ def load_task(name_or_path: str | Path) -> Task:
         cross_memories=tuple(m.get("cross_memories", [])),
         heldout=bool(m.get("heldout", False)),
         storage=bool(m["storage"]) if "storage" in m else None,
+        hold=bool(m["hold"]) if "hold" in m else None,
         async_resets=tuple(str(x) for x in m.get("async_resets", [])),
     )
     if any(not d.reset for d in domains) and not task.async_resets:

@@ -102,7 +102,7 @@ def _profile(task: Task) -> tuple[TaskProfile, float]:
     trusted = _task_files(task)
     defective = task.defective_text
     key = hashlib.sha256(json.dumps([str(task.dir), task.top, defective, sorted(trusted.items()),
-                                     [d.__dict__ for d in task.domains], task.storage]).encode()).hexdigest()
+                                     [d.__dict__ for d in task.domains], task.storage, task.hold]).encode()).hexdigest()
     if key in _PROFILES:
         return _PROFILES[key], 0.0
     fe = frontend.parse_all(trusted)
@@ -124,7 +124,7 @@ def _profile(task: Task) -> tuple[TaskProfile, float]:
     storage = payload["storage"] if task.storage is None else task.storage
     ports = cdc.Ports(inputs=payload["inputs"], outputs=payload["outputs"],
                       data_outputs=frozenset(payload["data_outputs"]), storage=storage,
-                      hold=bool(payload.get("hold", False)))
+                      hold=bool(payload.get("hold", False)) if task.hold is None else task.hold)
     _PROFILES[key] = TaskProfile(reserved=reserved, ports=ports)
     return _PROFILES[key], learn_cpu
 

@@ -472,8 +472,9 @@ above (either side faster by up to {EXCURSION:g}:1). This is fair because every 
 stated in cycles of each clock, which a correct design meets at any ratio.
 
 **What you may change.** Only `{p.module}.v`. Every signal that crosses between the clock domains
-must go through one of the provided primitives; read their timing contract with the `contract`
-tool.
+must go through one of the provided primitives: a synchronizer (`cdc_sync_bit`, `cdc_sync_bus`,
+`cdc_sync_pulse`), or a word through `cdc_hold_bus` loaded under a synchronized qualifier (the
+contract's "qualified data crossings"); read their timing contract with the `contract` tool.
 """
     paras = text.split("\n\n")
     return "\n\n".join(para if para.startswith("#")
@@ -493,6 +494,7 @@ editable = "{p.module}.v"
 testbench = "tb.v"
 tb_top = "rc_tb"
 bug_report = "BUG.md"
+hold = true  # the state may also cross as a qualified word (cdc_hold_bus, gate rule CDC-QUAL)
 reference = "reference/{p.module}.v"
 clean = "clean/{p.module}.v"
 
