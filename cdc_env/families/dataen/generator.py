@@ -37,6 +37,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 
 from ...errors import CdcError
+from .. import gate_tail, task_files
 
 SHAPES = ("lead", "split", "short")
 CAPTURES = ("if", "mux")  # how the destination writes its load: an if, or a recirculating ?:
@@ -466,23 +467,11 @@ excursion_max = {p.excursion_max:.1f}  # ratio excursions on 5% of hidden seeds 
 excursion_other = {p.excursion_other:.1f}  # ... some of them with the other clock the faster
 visible = [{", ".join(str(s) for s in p.visible)}]  # cdc-env gate-tasks --suggest-visible
 
-[stimulus]
-sends = [{p.sends[0]}, {p.sends[1]}]
-
-[gate]
-defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
-"""
+{gate_tail({"sends": p.sends}, p.band)}"""
 
 
 def generate(p: DeParams) -> dict[str, str]:
     """Every file of the task folder, as {relative path: text}."""
     p.check()
-    ed = f"{p.module}.v"
-    return {
-        "task.toml": manifest_text(p),
-        "tb.v": testbench_text(p),
-        "BUG.md": bug_report(p),
-        ed: design_text(p, "defect"),
-        f"reference/{ed}": design_text(p, "reference"),
-        f"clean/{ed}": design_text(p, "clean"),
-    }
+    return task_files(p.module, manifest_text(p), testbench_text(p), bug_report(p),
+                      lambda kind: design_text(p, kind))

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from ...errors import CdcError
-from .. import Draw, Region, write_files
+from .. import Draw, Region, gate_tail, task_files, write_files
 
 LAT_B = 8  # the destination shows a step within this many clk_b cycles ...
 LAT_A = 2  # ... plus this many clk_a cycles
@@ -516,26 +516,14 @@ hidden_count = 200
 excursion_max = {EXCURSION:.1f}  # ratio excursions on 5% of hidden seeds (BUG.md, "Clocking")
 visible = [{", ".join(str(s) for s in p.visible)}]  # cdc-env gate-tasks --suggest-visible
 
-[stimulus]
-steps = [{p.steps[0]}, {p.steps[1]}]
-
-[gate]
-defect_hidden_fail = [{p.band[0]}, {p.band[1]}]
-"""
+{gate_tail({"steps": p.steps}, p.band)}"""
 
 
 def generate(p: RcParams) -> dict[str, str]:
     """Every file of the task folder, as {relative path: text}."""
     p.check()
-    ed = f"{p.module}.v"
-    return {
-        "task.toml": manifest_text(p),
-        "tb.v": testbench_text(p),
-        "BUG.md": bug_report(p),
-        ed: design_text(p, "defect"),
-        f"reference/{ed}": design_text(p, "reference"),
-        f"clean/{ed}": design_text(p, "clean"),
-    }
+    return task_files(p.module, manifest_text(p), testbench_text(p), bug_report(p),
+                      lambda kind: design_text(p, kind))
 
 
 def write_task(p: RcParams, out: Path, *, force: bool = False) -> Path:
