@@ -53,10 +53,12 @@ def main() -> int:
             wall = time.time() - t0
         for v in m["variants"]:
             g = v["gate"]
-            params = json.loads((work / "set" / v["id"] / "task.toml").read_text().split("\n")[1]
+            toml = (work / "set" / v["id"] / "task.toml").read_text()
+            params = json.loads(next(ln for ln in toml.splitlines() if ln.startswith("# Parameters: "))
                                 .removeprefix("# Parameters: "))
-            keep = {k: params[k] for k in ("style", "machine_a", "machine_b", "width", "aw", "burst", "shape",
-                                           "dom", "pulses", "wr_pct", "run_slow_cycles") if k in params}
+            shown = ("style", "machine_a", "machine_b", "width", "aw", "burst", "shape", "dom", "pulses",
+                     "wr_pct", "run_slow_cycles", "sends", "steps", "encoding")
+            keep = {k: params[k] for k in shown if k in params}
             verdict = "gate ok" if g["ok"] else "GATE FAILED: " + "; ".join(g["problems"])
             print(f"key {n + 1}  {v['family']:6} step {v['search_step']}  {keep}  "
                   f"defect {g['defect_hidden_fail_settle']}/200  visible {g['defect_visible_fail']}/8  "
