@@ -49,7 +49,7 @@ def _shipped(name: str) -> list[dict]:
     return es
 
 
-@pytest.mark.parametrize("name", ["fifo", "reset"])
+@pytest.mark.parametrize("name", families.names())
 def test_shipped_entries_are_gated_and_materialise_to_their_gated_files(name, tmp_path):
     for e in _shipped(name):
         assert e["id"] == f"{name}@{e['index']}" and e["gated"] and e["gate"]["ok"], e["id"]

@@ -102,7 +102,8 @@ def _profile(task: Task) -> tuple[TaskProfile, float]:
     trusted = _task_files(task)
     defective = task.defective_text
     key = hashlib.sha256(json.dumps([str(task.dir), task.top, defective, sorted(trusted.items()),
-                                     [d.__dict__ for d in task.domains], task.storage, task.hold]).encode()).hexdigest()
+                                     [d.__dict__ for d in task.domains], task.storage, task.hold]
+                                    ).encode()).hexdigest()
     if key in _PROFILES:
         return _PROFILES[key], 0.0
     fe = frontend.parse_all(trusted)
