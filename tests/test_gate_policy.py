@@ -124,3 +124,16 @@ def test_cli_check(capsys):
     text = capsys.readouterr().out
     assert "hs_top.v:" in text and "[POL-SYSCALL]" in text
     assert main(["check", "handshake", "/no/such/file"]) == 2
+
+
+def test_a_two_state_flop_without_reset_is_told_why_it_has_an_initial_value():
+    """A `bit` register without a reset has no initializer to remove: the finding says the type
+    gives it its initial value and what to write instead (red2)."""
+    from cdc_env.task import load_task
+
+    case = Path(__file__).parent / "gate_cases" / "pol_initial_bit_flop.trips.v"
+    task = load_task("handshake")
+    res = run_gate(task, {task.editable: case.read_text()})
+    msgs = [f["message"] for f in res.findings if f["rule"] == "POL-INITIAL"]
+    assert res.status == "refused" and msgs, res.findings
+    assert "two-state type" in msgs[0] and "give the register a reset" in msgs[0], msgs[0]

@@ -429,9 +429,10 @@ def _clock_findings(a: Analysis, clocks: dict[str, str], resets: dict[str, str])
             if _init_is_reset_value(net, nn):
                 continue
             file, line = _src(nn["attributes"].get("src", ""))
-            out.append(finding("POL-INITIAL", f"'{name}' has an initial value: remove it (initial values "
-                               "are not part of the design the grader accepts; a register that needs "
-                               "a known value gets it from its reset)", file=file, line=line))
+            out.append(finding("POL-INITIAL", f"'{name}' has an initial value (from an initializer, or from "
+                               "a two-state type -- bit, int, byte -- which starts at 0): initial values are "
+                               "not part of the design the grader accepts; give the register a reset, or "
+                               "declare it logic without an initializer", file=file, line=line))
     return out
 
 
